@@ -30,7 +30,7 @@ export PYTHONUNBUFFERED := 1
 export AIRFLOW_CONN_SPARK_DEFAULT      ?= {"conn_type":"spark","host":"local[*]","extra":{"deploy-mode":"client"}}
 export AIRFLOW_CONN_WASHLINE_STAGING   ?= {"conn_type":"sqlite","host":"$(WASHLINE_DATA)/staging/washline.db"}
 
-.PHONY: help venv airflow-home land demo test test-fast clean
+.PHONY: help venv airflow-home land demo test test-fast env clean
 
 help:
 	@echo "make demo   # land FEBRL3 and run washline_nightly for $(DEMO_DS) with airflow dags test"
@@ -65,6 +65,14 @@ test: airflow-home
 
 test-fast: airflow-home
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+# `eval "$$(make -s env)"` gives your shell the same Airflow settings as make.
+env:
+	@for v in AIRFLOW_HOME WASHLINE_DATA AIRFLOW__CORE__DAGS_FOLDER AIRFLOW__CORE__PLUGINS_FOLDER \
+	  AIRFLOW__CORE__LOAD_EXAMPLES AIRFLOW__CORE__PARALLELISM AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION \
+	  AIRFLOW__LOGGING__LOGGING_LEVEL AIRFLOW_CONN_SPARK_DEFAULT AIRFLOW_CONN_WASHLINE_STAGING; do \
+	  printf "export %s='%s'\n" "$$v" "$${!v}"; done
+	@echo 'export PATH="$(BIN):$$PATH"'
 
 clean:
 	rm -rf $(VENV) $(AIRFLOW_HOME) $(WASHLINE_DATA)

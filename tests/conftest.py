@@ -45,3 +45,53 @@ def spark():
     session.sparkContext.setLogLevel("WARN")
     yield session
     session.stop()
+
+
+# --------------------------------------------------------------------------
+# Staging databases: a fresh SQLite file per test, and a throwaway PostgreSQL
+# database on the local service (127.0.0.1:5432, trust auth) per session.
+# --------------------------------------------------------------------------
+
+PG_HOST, PG_PORT, PG_USER = "127.0.0.1", 5432, "postgres"
+
+
+def _pg_admin():
+    import psycopg
+
+    return psycopg.connect(host=PG_HOST, port=PG_PORT, user=PG_USER, dbname="postgres",
+                           autocommit=True, connect_timeout=3)
+
+
+@pytest.fixture(scope="session")
+def pg_database():
+    """Name of a PostgreSQL database created for this test session, dropped after."""
+    try:
+        admin = _pg_admin()
+    except Exception as exc:  # a laptop without PostgreSQL: skip, CI has it
+        pytest.skip(f"PostgreSQL not reachable on {PG_HOST}:{PG_PORT}: {exc}")
+    name = f"washline_test_{os.getpid()}"
+    admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+    admin.execute(f'CREATE DATABASE "{name}"')
+    yield name
+    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    admin.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def staging_conn(request, tmp_path, monkeypatch):
+    """An Airflow connection id (set through AIRFLOW_CONN_*) to an empty staging database."""
+    import json
+
+    if request.param == "sqlite":
+        conn = {"conn_type": "sqlite", "host": str(tmp_path / "staging.db")}
+    else:
+        import psycopg
+
+        dbname = request.getfixturevalue("pg_database")
+        with psycopg.connect(host=PG_HOST, port=PG_PORT, user=PG_USER, dbname=dbname, autocommit=True) as c:
+            for table in ("staging_records", "staging_links", "staging_clusters", "published_records",
+                          "published_links", "published_clusters", "publish_log"):
+                c.execute(f'DROP TABLE IF EXISTS "{table}"')
+        conn = {"conn_type": "postgres", "host": PG_HOST, "port": PG_PORT, "login": PG_USER, "schema": dbname}
+    monkeypatch.setenv("AIRFLOW_CONN_TEST_STAGING", json.dumps(conn))
+    return "test_staging"

@@ -1,0 +1,114 @@
+"""
+### washline_nightly
+
+Cleanse → link (HDWM) → load staging → integrity + quality checks → publish → report,
+for one logical date (`ds`). Each task reads and writes only that date's slice,
+so rerunning a date replaces it and touches nothing else.
+
+| task | what it does |
+|---|---|
+| `cleanse` | Spark: landing CSVs for `ds` → curated Parquet + quarantine (bad rows with a reason) |
+| `link` | Spark: HDWM record linkage → link index (`record_id`, `cluster_id`, …) + `metrics.json` |
+| `load_staging` | replaces the `ds` slice of the staging tables, in one transaction |
+| `check_integrity` | database integrity check of the staging database (SQLite `integrity_check`, PostgreSQL amcheck) |
+| `check_quality` | Great Expectations suite `include/gx/staging_records.json` on the `ds` slice, Data Docs |
+| `publish` | atomic copy of the audited slice to the published tables; emits the `washline_published` asset |
+| `report` | run summary JSON (`lake/reports/<ds>/run_summary.json`); fails the run when nothing was published |
+
+Params: `input_folder` (landing root inside the data root), `staging_conn_id`
+(the target database's Airflow connection), `profile` (linkage profile in
+`include/config/`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from airflow.sdk import Asset, Param, dag, task
+
+from washline.operators import SparkJobOperator
+
+DAG_ID = "washline_nightly"
+PUBLISHED = Asset(name="washline_published", uri="washline://staging/published")
+
+
+@dag(
+    dag_id=DAG_ID,
+    schedule="0 2 * * *",
+    start_date=datetime(2025, 1, 1, tzinfo=timezone.utc),
+    catchup=False,
+    max_active_runs=1,
+    tags=["washline", "etl", "record-linkage"],
+    doc_md=__doc__,
+    default_args={"owner": "washline", "retries": 2, "retry_delay": timedelta(seconds=30)},
+    params={
+        "input_folder": Param(
+            "landing",
+            type="string",
+            pattern=r"^[A-Za-z0-9_./-]{1,255}$",
+            title="Input folder",
+            description="Landing root holding <source>/<ds>/*.csv; relative to the data root, or absolute inside it.",
+        ),
+        "staging_conn_id": Param(
+            "washline_staging",
+            type="string",
+            pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,249}$",
+            title="Target connection",
+            description="Airflow connection of the staging database (sqlite, postgres, mssql or oracle).",
+        ),
+        "profile": Param(
+            "default",
+            type="string",
+            pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$",
+            title="Linkage profile",
+            description="HDWM parameter profile: include/config/<profile>.yaml.",
+        ),
+    },
+)
+def washline_nightly():
+    cleanse = SparkJobOperator(task_id="cleanse", job="cleanse", conn_id="spark_default")
+    link = SparkJobOperator(task_id="link", job="link", conn_id="spark_default")
+
+    @task
+    def load_staging():
+        from airflow.sdk import get_current_context
+        from washline import tasks
+
+        return tasks.load_staging(get_current_context())
+
+    @task(retries=1)
+    def check_integrity():
+        from airflow.sdk import get_current_context
+        from washline import tasks
+
+        return tasks.check_integrity(get_current_context())
+
+    @task(retries=0)
+    def check_quality(cleanse_metrics: dict):
+        from airflow.sdk import get_current_context
+        from washline import tasks
+
+        return tasks.check_quality(get_current_context(), cleanse_metrics["rows_curated"])
+
+    @task(outlets=[PUBLISHED])
+    def publish():
+        from airflow.sdk import get_current_context
+        from washline import tasks
+
+        return tasks.publish(get_current_context())
+
+    @task(trigger_rule="all_done", retries=0)
+    def report():
+        from airflow.sdk import get_current_context
+        from washline import tasks
+
+        return tasks.report(get_current_context())
+
+    loaded = load_staging()
+    checks = [check_integrity(), check_quality(cleanse.output)]
+    summary = report()
+    cleanse >> link >> loaded >> checks >> publish() >> summary
+    checks >> summary
+
+
+washline_nightly()

@@ -1,0 +1,136 @@
+"""Operators used by washline's DAGs.
+
+``SparkJobOperator`` is a ``SparkSubmitOperator`` that knows washline's job
+layout: it validates the run's Params, derives the job's input and output
+folders from the logical date, ships the ``hdwm`` package to the executors with
+``--py-files``, and returns the job's metrics JSON (plus wall seconds) as its
+XCom, so downstream tasks reconcile against what Spark actually wrote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+from washline.paths import PROFILE_PATTERN, REPO_ROOT, RunPaths, validate_name
+
+SPARK_JOBS = REPO_ROOT / "spark_jobs"
+JOBS = ("cleanse", "link")
+
+#: Spark settings every washline job gets; the connection and ``conf`` may add more.
+BASE_CONF: dict[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+def build_pyfiles_zip(dest_dir: Path) -> Path:
+    """Zip the ``hdwm`` package for ``--py-files``; the name carries a content
+    hash, so an unchanged package is not rebuilt and concurrent runs never
+    write the same file half-way.
+
+    Returns:
+        Path of ``hdwm-<sha12>.zip`` inside ``dest_dir``.
+    """
+    package = SPARK_JOBS / "hdwm"
+    files = sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts)
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path.relative_to(SPARK_JOBS)).encode())
+        digest.update(path.read_bytes())
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    target = dest_dir / f"hdwm-{digest.hexdigest()[:12]}.zip"
+    if not target.exists():
+        fd, tmp = tempfile.mkstemp(dir=dest_dir, suffix=".zip.tmp")
+        os.close(fd)
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+            for path in files:
+                zf.write(path, str(path.relative_to(SPARK_JOBS)))
+        os.replace(tmp, target)
+    return target
+
+
+def job_arguments(job: str, paths: RunPaths, profile: str) -> list[str]:
+    """The command-line arguments of ``spark_jobs/<job>.py`` for one run.
+
+    Raises:
+        ValueError: unknown job.
+    """
+    if job == "cleanse":
+        return [
+            "--landing", str(paths.landing), "--ds", paths.ds,
+            "--curated", str(paths.curated), "--quarantine", str(paths.quarantine),
+            "--metrics", str(paths.cleanse_metrics),
+        ]
+    if job == "link":
+        return [
+            "--curated", str(paths.curated), "--out", str(paths.linked), "--ds", paths.ds,
+            "--profile", profile, "--checkpoint-dir", str(paths.checkpoints),
+        ]
+    raise ValueError(f"unknown Spark job {job!r}; expected one of {JOBS}")
+
+
+def job_metrics_path(job: str, paths: RunPaths) -> Path:
+    return paths.cleanse_metrics if job == "cleanse" else paths.link_metrics
+
+
+class SparkJobOperator(SparkSubmitOperator):
+    """Run one of washline's Spark jobs (``cleanse`` or ``link``) with spark-submit.
+
+    The master comes from the Spark connection (``conn_id``, default
+    ``spark_default``), so the same DAG runs on ``local[*]``, a standalone
+    cluster or Kubernetes. Params read at run time: ``input_folder`` (landing
+    root, inside the data root) and ``profile`` (linkage profile name).
+
+    Returns (XCom):
+        The job's metrics JSON as a dict, with ``task_seconds`` (wall seconds
+        of the whole spark-submit, JVM start-up included) added.
+
+    Raises:
+        washline.paths.ParamError: a Param is malformed or escapes the data root.
+        AirflowException: spark-submit exited non-zero.
+        FileNotFoundError: the job succeeded but wrote no metrics file.
+    """
+
+    ui_color = "#f4a261"
+
+    def __init__(self, *, job: str, **kwargs: Any) -> None:
+        if job not in JOBS:
+            raise ValueError(f"unknown Spark job {job!r}; expected one of {JOBS}")
+        kwargs.setdefault("application", str(SPARK_JOBS / f"{job}.py"))
+        kwargs.setdefault("name", f"washline-{job}")
+        super().__init__(**kwargs)
+        self.job = job
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        params = context["params"]
+        paths = RunPaths.for_run(context["ds"], params.get("input_folder", "landing"))
+        profile = validate_name(params.get("profile", "default"), PROFILE_PATTERN, "profile")
+        self.application_args = job_arguments(self.job, paths, profile)
+        self.py_files = str(build_pyfiles_zip(paths.lake / "_build"))
+        conf = dict(BASE_CONF)
+        conf["spark.pyspark.python"] = os.environ.get("WASHLINE_PYSPARK_PYTHON", sys.executable)
+        conf.update(self.conf or {})
+        self.conf = conf
+        metrics_path = job_metrics_path(self.job, paths)
+        metrics_path.unlink(missing_ok=True)  # never report a previous attempt's figures
+        self.log.info("washline %s for ds=%s: %s", self.job, paths.ds, " ".join(self.application_args))
+        started = time.monotonic()
+        super().execute(context)
+        seconds = round(time.monotonic() - started, 2)
+        if not metrics_path.exists():
+            raise FileNotFoundError(f"{self.job} finished but wrote no metrics at {metrics_path}")
+        metrics = json.loads(metrics_path.read_text())
+        metrics["task_seconds"] = seconds
+        self.log.info("washline %s done in %.1f s: %s", self.job, seconds, json.dumps(metrics)[:2000])
+        return metrics

@@ -1,0 +1,132 @@
+"""Where a run's files live, and validation of the Params that name them.
+
+Layout under the data root (``$WASHLINE_DATA``, default ``<repo>/data``)::
+
+    landing/<source>/<ds>/*.csv        raw input, one folder per logical date
+    lake/curated/<ds>/                 cleansed references (Parquet)
+    lake/quarantine/<ds>/              rejected rows with a reason (Parquet)
+    lake/linked/<ds>/links/            link index (Parquet) + metrics.json
+    lake/reports/<ds>/run_summary.json the run summary
+    staging/washline.db                the default (SQLite) staging database
+
+Every stage reads and writes only its own ``ds`` folder, so rerunning a date
+replaces that date's files and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DS_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+PROFILE_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+CONN_ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,249}$")
+
+
+class ParamError(ValueError):
+    """A DAG Param or CLI argument is malformed or points outside the data root."""
+
+
+def data_root() -> Path:
+    """The data root: ``$WASHLINE_DATA`` if set, else ``<repo>/data`` (absolute)."""
+    return Path(os.environ.get("WASHLINE_DATA") or REPO_ROOT / "data").resolve()
+
+
+def validate_ds(ds: str) -> str:
+    """Return ``ds`` if it is a real calendar date written ``YYYY-MM-DD``.
+
+    Raises:
+        ParamError: on any other string (it becomes part of paths and SQL
+            parameters, so nothing else is accepted).
+    """
+    if not isinstance(ds, str) or not DS_PATTERN.match(ds):
+        raise ParamError(f"logical date must be YYYY-MM-DD, got {ds!r}")
+    try:
+        date.fromisoformat(ds)
+    except ValueError as exc:
+        raise ParamError(f"logical date {ds!r} is not a calendar date") from exc
+    return ds
+
+
+def resolve_under_root(path: str | os.PathLike, root: Path | None = None) -> Path:
+    """Resolve ``path`` (relative paths are taken from the data root) and refuse
+    anything that escapes the data root, such as ``../../etc``.
+
+    Raises:
+        ParamError: the resolved path is outside the data root.
+    """
+    root = (root or data_root()).resolve()
+    candidate = Path(path)
+    if not candidate.is_absolute():
+        candidate = root / candidate
+    resolved = candidate.resolve()
+    if resolved != root and root not in resolved.parents:
+        raise ParamError(f"path {str(path)!r} resolves to {resolved}, outside the data root {root}")
+    return resolved
+
+
+def validate_name(value: str, pattern: re.Pattern[str], what: str) -> str:
+    """Check an identifier-like Param against an allow-list pattern."""
+    if not isinstance(value, str) or not pattern.match(value):
+        raise ParamError(f"{what} {value!r} does not match {pattern.pattern}")
+    return value
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """The folders and files of one logical date's run (all absolute)."""
+
+    ds: str
+    root: Path
+    landing: Path
+
+    @classmethod
+    def for_run(cls, ds: str, input_folder: str = "landing", root: Path | None = None) -> "RunPaths":
+        """Build the paths for ``ds``; ``input_folder`` is the landing root,
+        relative to the data root or absolute inside it.
+
+        Raises:
+            ParamError: bad ``ds`` or an input folder outside the data root.
+        """
+        root = (root or data_root()).resolve()
+        return cls(ds=validate_ds(ds), root=root, landing=resolve_under_root(input_folder, root))
+
+    @property
+    def lake(self) -> Path:
+        return self.root / "lake"
+
+    @property
+    def curated(self) -> Path:
+        return self.lake / "curated" / self.ds
+
+    @property
+    def quarantine(self) -> Path:
+        return self.lake / "quarantine" / self.ds
+
+    @property
+    def cleanse_metrics(self) -> Path:
+        return self.lake / "curated" / f"{self.ds}.metrics.json"
+
+    @property
+    def linked(self) -> Path:
+        return self.lake / "linked" / self.ds
+
+    @property
+    def link_metrics(self) -> Path:
+        return self.linked / "metrics.json"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.lake / "_checkpoints" / self.ds
+
+    @property
+    def reports(self) -> Path:
+        return self.lake / "reports" / self.ds
+
+    @property
+    def summary(self) -> Path:
+        return self.reports / "run_summary.json"

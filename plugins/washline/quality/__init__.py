@@ -1,0 +1,1 @@
+"""Great Expectations (GX Core 1.x) validation of staging slices."""

@@ -1,0 +1,123 @@
+"""The run summary: what came in, what was quarantined, loaded, linked, checked
+and published for one logical date, with seconds per task.
+
+Written as ``lake/reports/<ds>/run_summary.json`` (atomically) and logged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def build_summary(ds: str, run_id: str, results: dict[str, Any]) -> dict[str, Any]:
+    """Assemble the summary from the tasks' XCom results.
+
+    Args:
+        ds: logical date.
+        run_id: Airflow run id.
+        results: task id → that task's XCom (None when the task did not
+            succeed). Keys used: ``cleanse``, ``link``, ``load_staging``,
+            ``check_integrity``, ``check_quality``, ``publish``.
+
+    Returns:
+        JSON-ready dict: ``rows`` (in, curated, quarantined by reason, loaded),
+        ``clusters``, ``pairwise`` (precision/recall/F1 or None), ``checks``,
+        ``published`` (bool) and ``not_published_because``, ``seconds`` per task.
+    """
+    cleanse = results.get("cleanse") or {}
+    link = results.get("link") or {}
+    load = results.get("load_staging") or {}
+    integrity = results.get("check_integrity") or {}
+    quality = results.get("check_quality") or {}
+    publish = results.get("publish")
+
+    reasons = []
+    for task in ("cleanse", "link", "load_staging"):
+        if results.get(task) is None:
+            reasons.append(f"{task} did not succeed")
+    if integrity.get("verdict") not in ("PASS", "WARN"):
+        reasons.append(f"check_integrity verdict {integrity.get('verdict', 'not run')}"
+                       + (f" ({integrity.get('error')})" if integrity.get("error") else ""))
+    if quality.get("status") not in ("PASS", "WARN"):
+        failed = [f"{e['expectation']}({e['column'] or ''})" for e in quality.get("expectations", [])
+                  if e["status"] == "ERROR" or (e["status"] == "FAIL" and e["severity"] == "critical")]
+        reasons.append(f"check_quality status {quality.get('status', 'not run')}"
+                       + (f": {', '.join(failed)}" if failed else ""))
+    if publish is None and not reasons:
+        reasons.append("publish did not succeed")
+
+    seconds = {
+        "cleanse": cleanse.get("task_seconds"),
+        "link": link.get("task_seconds"),
+        "load_staging": load.get("seconds"),
+        "check_integrity": integrity.get("duration_s"),
+        "check_quality": quality.get("seconds"),
+        "publish": (publish or {}).get("seconds"),
+    }
+    return {
+        "ds": ds,
+        "run_id": run_id,
+        "rows": {
+            "in": cleanse.get("rows_in"),
+            "curated": cleanse.get("rows_curated"),
+            "quarantined": cleanse.get("rows_quarantined"),
+            "quarantined_by_reason": cleanse.get("quarantined_by_reason"),
+            "loaded": (load.get("rows") or {}).get("staging_records"),
+            "published": ((publish or {}).get("rows") or {}).get("published_records"),
+        },
+        "clusters": link.get("clusters"),
+        "singletons": link.get("singletons"),
+        "largest_cluster": link.get("largest_cluster"),
+        "pairwise": link.get("pairwise"),
+        "checks": {
+            "integrity": integrity.get("verdict"),
+            "integrity_findings": len(integrity.get("findings") or []),
+            "quality": quality.get("status"),
+            "data_docs": quality.get("data_docs"),
+        },
+        "published": publish is not None,
+        "not_published_because": reasons if publish is None else [],
+        "seconds": seconds,
+    }
+
+
+def write_json_atomic(path: Path, payload: dict[str, Any]) -> Path:
+    """Write ``payload`` as JSON to ``path`` via a temp file and ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(payload, fh, indent=2, default=str)
+    os.replace(tmp, path)
+    return path
+
+
+def render(summary: dict[str, Any]) -> str:
+    """Human-readable multi-line rendering of a run summary."""
+    rows = summary["rows"]
+    pw = summary.get("pairwise")
+    lines = [
+        f"washline run summary for ds={summary['ds']} ({summary['run_id']})",
+        f"  rows in          {rows['in']}",
+        f"  quarantined      {rows['quarantined']}  {rows.get('quarantined_by_reason') or ''}",
+        f"  curated          {rows['curated']}",
+        f"  loaded (staging) {rows['loaded']}",
+        f"  published        {rows['published']}",
+        f"  clusters         {summary['clusters']} (singletons {summary['singletons']}, largest {summary['largest_cluster']})",
+    ]
+    if pw:
+        lines.append(
+            f"  pairwise         precision {pw['precision']:.4f}  recall {pw['recall']:.4f}  F1 {pw['f1']:.4f}"
+        )
+    checks = summary["checks"]
+    lines.append(f"  integrity        {checks['integrity']} ({checks['integrity_findings']} finding(s))")
+    lines.append(f"  quality (GX)     {checks['quality']}  data docs: {checks['data_docs']}")
+    lines.append(f"  published        {'yes' if summary['published'] else 'NO'}")
+    for reason in summary["not_published_because"]:
+        lines.append(f"    because {reason}")
+    secs = ", ".join(f"{k} {v:.1f}s" for k, v in summary["seconds"].items() if v is not None)
+    lines.append(f"  seconds          {secs}")
+    return "\n".join(lines)

@@ -1,0 +1,142 @@
+"""Bodies of the Python tasks of ``washline_nightly``.
+
+The DAG file only wires these together. Each function takes the Airflow
+task context (a mapping with ``params``, ``ds``, ``run_id``, ``ti``), so it
+can be unit-tested with a plain dict.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping
+
+from washline.paths import CONN_ID_PATTERN, RunPaths, validate_ds, validate_name
+
+log = logging.getLogger(__name__)
+
+
+def run_ds(context: Mapping[str, Any]) -> str:
+    """The logical date of the run as ``YYYY-MM-DD``.
+
+    Airflow 3 manual runs may have no logical date; they then use the date of
+    ``run_after`` (when the run was due).
+    """
+    ds = context.get("ds")
+    if not ds:
+        ds = context["dag_run"].run_after.date().isoformat()
+    return validate_ds(ds)
+
+
+def run_paths(context: Mapping[str, Any]) -> RunPaths:
+    return RunPaths.for_run(run_ds(context), context["params"].get("input_folder", "landing"))
+
+
+def staging_conn_id(context: Mapping[str, Any]) -> str:
+    return validate_name(context["params"].get("staging_conn_id", "washline_staging"), CONN_ID_PATTERN,
+                         "staging connection id")
+
+
+def load_staging(context: Mapping[str, Any]) -> dict[str, Any]:
+    """Replace the date's staging slice with the cleanse and link outputs."""
+    from washline.staging.load import load_slice
+
+    paths = run_paths(context)
+    result = load_slice(
+        staging_conn_id(context),
+        paths.ds,
+        {
+            "staging_records": paths.curated,
+            "staging_links": paths.linked / "links",
+            "staging_clusters": paths.linked / "clusters",
+        },
+        load_id=context["run_id"],
+    )
+    log.info("loaded ds=%s into staging: %s", paths.ds, result["rows"])
+    return result
+
+
+def check_integrity(context: Mapping[str, Any], mode: str = "full") -> dict[str, Any]:
+    """Run the integrity check of the staging database; FAIL/ERROR fail the task.
+
+    The report is pushed to XCom under key ``report`` before any failure, so
+    the report task can say why nothing was published.
+
+    Raises:
+        AirflowFailException: verdict FAIL (no retry: corruption does not heal).
+        RuntimeError: verdict ERROR (retried: the check may not have run).
+    """
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from washline.integrity import Verdict, run_check
+
+    report = run_check(staging_conn_id(context), mode=mode)
+    payload = report.to_dict()
+    context["ti"].xcom_push(key="report", value=payload)
+    log.info("%s", report.summary())
+    for finding in report.findings[:50]:
+        log.warning("  %s %s: %s", finding.code, finding.obj or "", finding.message)
+    if report.verdict is Verdict.FAIL:
+        raise AirflowFailException(f"integrity check FAIL: {report.summary()}; nothing will be published")
+    if report.verdict is Verdict.ERROR:
+        raise RuntimeError(f"integrity check ERROR (did not complete): {report.summary()}")
+    return payload
+
+
+def check_quality(context: Mapping[str, Any], expected_row_count: int) -> dict[str, Any]:
+    """Validate the staging slice with the GX suite; a blocking result fails the task.
+
+    Raises:
+        AirflowFailException: a critical expectation failed or one raised.
+    """
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from washline.quality.runner import format_table, validate_slice
+
+    paths = run_paths(context)
+    safe_run = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in context["run_id"])
+    summary = validate_slice(
+        staging_conn_id(context), paths.ds, expected_row_count, paths.reports / "gx" / safe_run
+    )
+    context["ti"].xcom_push(key="report", value=summary)
+    log.info("GX suite %s on ds=%s: %s\n%s", summary["suite"], paths.ds, summary["status"], format_table(summary))
+    log.info("Data Docs: %s", summary["data_docs"])
+    if summary["blocks_publish"]:
+        raise AirflowFailException(f"data quality {summary['status']} for ds={paths.ds}; nothing will be published")
+    return summary
+
+
+def publish(context: Mapping[str, Any]) -> dict[str, Any]:
+    """Atomically publish the audited staging slice of the date."""
+    from washline.staging.publish import publish_slice
+
+    return publish_slice(staging_conn_id(context), run_ds(context))
+
+
+def report(context: Mapping[str, Any]) -> dict[str, Any]:
+    """Write and log the run summary; fail the task when the date was not published.
+
+    Raises:
+        AirflowFailException: the slice was not published (the summary says why).
+    """
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from washline.report import build_summary, render, write_json_atomic
+
+    ti = context["ti"]
+    paths = run_paths(context)
+    results = {
+        "cleanse": ti.xcom_pull(task_ids="cleanse"),
+        "link": ti.xcom_pull(task_ids="link"),
+        "load_staging": ti.xcom_pull(task_ids="load_staging"),
+        "check_integrity": ti.xcom_pull(task_ids="check_integrity", key="report"),
+        "check_quality": ti.xcom_pull(task_ids="check_quality", key="report"),
+        "publish": ti.xcom_pull(task_ids="publish"),
+    }
+    summary = build_summary(paths.ds, context["run_id"], results)
+    write_json_atomic(paths.summary, summary)
+    log.info("%s\nsummary written to %s", render(summary), paths.summary)
+    if not summary["published"]:
+        raise AirflowFailException(
+            f"ds={paths.ds} was not published: {'; '.join(summary['not_published_because'])}"
+        )
+    return summary

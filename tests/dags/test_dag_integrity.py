@@ -1,0 +1,74 @@
+"""DAG import and policy tests (after Astronomer's `astro dev init` tests)."""
+
+from __future__ import annotations
+
+import ast
+import time
+from pathlib import Path
+
+import pytest
+
+DAGS_DIR = Path(__file__).resolve().parents[2] / "dags"
+DAG_FILES = sorted(p for p in DAGS_DIR.glob("*.py") if not p.name.startswith("_"))
+HEAVY_MODULES = {"pyspark", "great_expectations", "pandas", "pyarrow", "sqlalchemy", "psycopg", "psycopg2",
+                 "oracledb", "pymssql", "recordlinkage", "rapidfuzz"}
+
+
+@pytest.fixture(scope="module")
+def dagbag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(DAGS_DIR))
+
+
+@pytest.mark.parametrize("dag_file", DAG_FILES, ids=[p.name for p in DAG_FILES])
+def test_dag_file_imports_without_errors(dagbag, dag_file):
+    errors = {k: v for k, v in dagbag.import_errors.items() if Path(k).name == dag_file.name}
+    assert not errors, errors
+    assert any(Path(d.fileloc).name == dag_file.name for d in dagbag.dags.values()), "file defines no DAG"
+
+
+@pytest.mark.parametrize("dag_file", DAG_FILES, ids=[p.name for p in DAG_FILES])
+def test_dag_file_has_no_heavy_top_level_imports(dag_file):
+    tree = ast.parse(dag_file.read_text())
+    top = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            top.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            top.add(node.module.split(".")[0])
+    assert not (top & HEAVY_MODULES), f"heavy import at parse time: {top & HEAVY_MODULES}"
+
+
+def test_parsing_is_fast(dagbag):
+    from airflow.dag_processing.dagbag import DagBag
+
+    started = time.monotonic()
+    DagBag(dag_folder=str(DAGS_DIR))
+    assert time.monotonic() - started < 10
+
+
+def test_every_dag_follows_policy(dagbag):
+    assert dagbag.dags, "no DAGs found"
+    for dag_id, dag in dagbag.dags.items():
+        assert dag.tags, f"{dag_id} has no tags"
+        assert dag.catchup is False, f"{dag_id} must set catchup=False"
+        assert dag.doc_md, f"{dag_id} has no doc_md"
+        for t in dag.tasks:
+            if t.task_id in ("report", "check_quality"):
+                continue  # terminal verdict tasks: a retry cannot change their answer
+            assert t.retries >= 1, f"{dag_id}.{t.task_id} has no retries"
+
+
+def test_nightly_shape(dagbag):
+    dag = dagbag.dags["washline_nightly"]
+    order = ["cleanse", "link", "load_staging", "check_integrity", "check_quality", "publish", "report"]
+    assert set(order) == set(dag.task_ids)
+    assert dag.get_task("publish").upstream_task_ids == {"check_integrity", "check_quality"}
+    assert dag.get_task("report").trigger_rule == "all_done"
+    assert dag.get_task("cleanse").task_type == "SparkJobOperator"
+    assert dag.schedule == "0 2 * * *"
+    assert dag.max_active_runs == 1
+    assert set(dag.params.keys()) == {"input_folder", "staging_conn_id", "profile"}
+    outlets = dag.get_task("publish").outlets
+    assert [a.name for a in outlets] == ["washline_published"]
