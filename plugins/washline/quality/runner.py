@@ -24,6 +24,8 @@ from typing import Any
 from washline.paths import REPO_ROOT, validate_ds
 
 log = logging.getLogger(__name__)
+# GX logs every config save at INFO; keep task logs to what matters.
+logging.getLogger("great_expectations").setLevel(logging.WARNING)
 SUITES_DIR = REPO_ROOT / "include" / "gx"
 
 #: The slice under validation: staging_records joined to its link index.
@@ -36,7 +38,7 @@ RECORDS_QUERY = (
 )
 
 
-def load_suite(name: str, suites_dir: Path = SUITES_DIR):
+def load_suite(name: str, suites_dir: Path | None = None):
     """Load ``include/gx/<name>.json`` as a GX ExpectationSuite.
 
     Raises:
@@ -45,7 +47,7 @@ def load_suite(name: str, suites_dir: Path = SUITES_DIR):
     """
     import great_expectations as gx
 
-    path = suites_dir / f"{name}.json"
+    path = (suites_dir or SUITES_DIR) / f"{name}.json"
     try:
         spec = json.loads(path.read_text())
         return gx.ExpectationSuite(name=spec["name"], expectations=spec["expectations"], meta=spec.get("meta"))
@@ -53,6 +55,23 @@ def load_suite(name: str, suites_dir: Path = SUITES_DIR):
         raise
     except Exception as exc:
         raise ValueError(f"invalid expectation suite {path}: {exc}") from exc
+
+
+def raised_exception(exception_info: Any) -> str | None:
+    """The exception message if an expectation raised, else None.
+
+    GX 1.x gives ``exception_info`` either flat (``{"raised_exception": …,
+    "exception_message": …}``) or keyed by metric configuration id, one such
+    dict per metric; both shapes are read.
+    """
+    if not isinstance(exception_info, dict):
+        return None
+    candidates = [exception_info] if "raised_exception" in exception_info else [
+        v for v in exception_info.values() if isinstance(v, dict)]
+    for info in candidates:
+        if info.get("raised_exception"):
+            return str(info.get("exception_message") or "expectation raised an exception")
+    return None
 
 
 def summarise(validation_result: Any) -> dict[str, Any]:
@@ -68,7 +87,8 @@ def summarise(validation_result: Any) -> dict[str, Any]:
         cfg = res.expectation_config
         kwargs = dict(cfg.kwargs)
         result = dict(res.result or {})
-        raised = bool((res.exception_info or {}).get("raised_exception"))
+        exception = raised_exception(res.exception_info)
+        raised = exception is not None
         severity = (cfg.meta or {}).get("severity", "critical")
         status = "ERROR" if raised else ("PASS" if res.success else "FAIL")
         column = kwargs.get("column") or ",".join(kwargs.get("column_list", []) or [])
@@ -81,7 +101,7 @@ def summarise(validation_result: Any) -> dict[str, Any]:
             "unexpected_percent": result.get("unexpected_percent"),
             "observed_value": result.get("observed_value"),
             "sample": [str(v) for v in (result.get("partial_unexpected_list") or [])[:5]],
-            "exception": (res.exception_info or {}).get("exception_message") if raised else None,
+            "exception": exception,
         })
     if any(r["status"] == "ERROR" for r in rows):
         status = "ERROR"
@@ -113,6 +133,7 @@ def validate_slice(
     expected_row_count: int,
     docs_dir: Path,
     suite_name: str = "staging_records",
+    suites_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Validate the ``ds`` slice of staging with the named suite.
 
@@ -122,6 +143,8 @@ def validate_slice(
         expected_row_count: curated rows the cleanse job wrote for ``ds``
             (reconciliation; passed from upstream, never hard-coded).
         docs_dir: run-specific folder; the GX project and Data Docs go here.
+        suite_name: suite file name (without ``.json``) in ``suites_dir``.
+        suites_dir: folder of suite files; default ``include/gx/``.
 
     Returns:
         :func:`summarise` output plus ``suite``, ``data_docs`` (path of
@@ -146,7 +169,7 @@ def validate_slice(
         datasource = context.data_sources.add_or_update_sql(name=source_name, connection_string=uri)
     asset = datasource.add_query_asset(name=f"staging_records_{ds}", query=RECORDS_QUERY.format(ds=ds))
     batch = asset.add_batch_definition_whole_table(f"slice_{ds}")
-    suite = context.suites.add_or_update(load_suite(suite_name))
+    suite = context.suites.add_or_update(load_suite(suite_name, suites_dir))
     validation = context.validation_definitions.add_or_update(
         gx.ValidationDefinition(name=f"{suite_name}_{ds}", data=batch, suite=suite)
     )
