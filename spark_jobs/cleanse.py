@@ -1,0 +1,672 @@
+"""washline cleanse job: landing CSV -> curated Parquet + quarantine Parquet + metrics.
+
+Usage (spark-submit; Airflow's ``SparkJobOperator`` builds this)::
+
+    spark-submit spark_jobs/cleanse.py --landing ROOT --ds YYYY-MM-DD \\
+        --curated DIR --quarantine DIR --metrics FILE [--sources-config PATH]
+
+Exit codes:
+    0  success (curated, quarantine and metrics written)
+    1  unexpected error (Spark or I/O; traceback in the log)
+    2  bad arguments or configuration: malformed ``--ds``, invalid
+       ``sources.yaml``, or a landing folder for the date whose source is not
+       declared there (the message names it)
+    3  no input: no ``<ROOT>/<source>/<ds>/*.csv`` at all ("no input for <ds> in <ROOT>")
+    4  count invariant violated (rows_in != rows_curated + rows_quarantined);
+       nothing is trusted, the metrics file is not written
+
+What it does, for each ``<ROOT>/<source>/<ds>/*.csv`` of a declared source:
+
+1. Reads the files as lines (``spark.read.text``), so every line keeps its
+   file (``_metadata.file_path``) and its 1-based physical line number (the
+   header is line 1). Line numbers are exact across file splits: each split's
+   lines are counted and offset by the lines of the earlier splits of the same
+   file. Records must be single-line (multi-line quoted fields are not
+   supported; such a record is quarantined as ``malformed``, never dropped).
+2. Checks each file's header against the declared columns (case-insensitive,
+   in order); a mismatching file is quarantined whole (``bad_header``,
+   including its first line).
+3. Parses each line with ``from_csv`` and the declared schema (every column a
+   string) in PERMISSIVE mode with a corrupt-record column: a line with the
+   wrong number of fields is quarantined as ``column_count``, an unbalanced
+   quote as ``malformed``. Blank lines are skipped and counted
+   (``blank_lines_skipped``); they are not rows.
+4. Cleans each column by its declared type (``hdwm.cleansing``: trim/collapse
+   whitespace, UPPER-CASE text, dates, postcodes, phones). A value that cannot
+   be cleaned (impossible date, bad postcode or phone) becomes null; the row is
+   kept and the fix is counted in ``fixed_by_rule``.
+5. Quarantines rows with no record id (``missing_record_id``) and every extra
+   copy of a record id already seen in the source (``duplicate_record_id``;
+   the copy with the smallest (source_file, line_number) is kept).
+6. Writes curated and quarantine Parquet (mode overwrite: a rerun replaces
+   that date's slice; the quarantine is written even when empty), re-reads
+   their counts, asserts ``rows_in == rows_curated + rows_quarantined`` and
+   finally writes the metrics JSON atomically (its presence marks success).
+
+Nothing proportional to the input is collected to the driver: only counts,
+one header line per file and one row per quarantine reason.
+
+Limitations: the landing root is listed with the driver's file system (a
+local or shared mount; not s3a://). Files are read as UTF-8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+import time
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+
+try:  # spark-submit runs this file as a script: make `hdwm` importable.
+    import hdwm
+except ImportError:  # pragma: no cover - depends on how the job is launched
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import hdwm
+
+from hdwm import cleansing as C
+from hdwm.cleansing import SourceConfigError, SourceSpec
+
+EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_NO_INPUT, EXIT_INVARIANT = 0, 1, 2, 3, 4
+RAW_MAX_CHARS = 2_000
+CORRUPT = "_corrupt_record"
+SOURCES_FILE = "sources.yaml"
+
+CURATED_FIXED_HEAD = ("record_id", "source", "truth_entity")
+CURATED_FIXED_TAIL = ("ds", "source_file", "line_number")
+QUARANTINE_COLUMNS = ("ds", "source", "source_file", "line_number", "raw", "reason", "detail")
+QUARANTINE_DDL = (
+    "ds STRING, source STRING, source_file STRING, line_number BIGINT, raw STRING, reason STRING, detail STRING"
+)
+
+#: Runtime SQL settings the job relies on.
+JOB_CONF = {
+    # Never prune from_csv's schema: the corrupt-record check must see every field.
+    "spark.sql.optimizer.enableCsvExpressionOptimization": "false",
+}
+
+log = logging.getLogger("washline.cleanse")
+
+
+class CleanseError(Exception):
+    """A failure with a documented exit code and a one-line message."""
+
+    exit_code = EXIT_ERROR
+
+
+class ConfigError(CleanseError):
+    exit_code = EXIT_CONFIG
+
+
+class NoInputError(CleanseError):
+    exit_code = EXIT_NO_INPUT
+
+
+class InvariantError(CleanseError):
+    exit_code = EXIT_INVARIANT
+
+
+# ---------------------------------------------------------------------------
+# Arguments, configuration and input discovery (driver-side, no Spark)
+# ---------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="cleanse.py", description="Cleanse one logical date of landing CSV into curated Parquet."
+    )
+    parser.add_argument("--landing", required=True, help="landing root holding <source>/<ds>/*.csv")
+    parser.add_argument("--ds", required=True, help="logical date, YYYY-MM-DD")
+    parser.add_argument("--curated", required=True, help="output folder for curated Parquet (overwritten)")
+    parser.add_argument("--quarantine", required=True, help="output folder for quarantine Parquet (overwritten)")
+    parser.add_argument("--metrics", required=True, help="output metrics JSON file (written atomically)")
+    parser.add_argument(
+        "--sources-config",
+        default=None,
+        help="sources.yaml (or its folder); default $WASHLINE_CONFIG_DIR/sources.yaml, "
+        "else <repo>/include/config/sources.yaml",
+    )
+    return parser.parse_args(argv)
+
+
+def validate_ds(ds: str) -> str:
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", ds or ""):
+        raise ConfigError(f"--ds must be YYYY-MM-DD, got {ds!r}")
+    try:
+        date.fromisoformat(ds)
+    except ValueError as exc:
+        raise ConfigError(f"--ds {ds!r} is not a calendar date") from exc
+    return ds
+
+
+def find_sources_config(explicit: str | None = None) -> Path:
+    """Locate ``sources.yaml``: ``explicit`` (file or folder), else
+    ``$WASHLINE_CONFIG_DIR``, else ``include/config`` of the repo that holds the
+    ``hdwm`` package (or this script). Never relative to the working directory.
+
+    Raises:
+        ConfigError: an explicit location does not exist, or none is found.
+    """
+
+    def as_file(p: Path) -> Path:
+        return p / SOURCES_FILE if p.is_dir() else p
+
+    if explicit:
+        path = as_file(Path(explicit).expanduser())
+        if not path.is_file():
+            raise ConfigError(f"--sources-config {explicit!r}: no such file {path}")
+        return path.resolve()
+    env = os.environ.get("WASHLINE_CONFIG_DIR")
+    if env:
+        path = as_file(Path(env).expanduser())
+        if not path.is_file():
+            raise ConfigError(f"WASHLINE_CONFIG_DIR={env!r}: no {SOURCES_FILE} there")
+        return path.resolve()
+    candidates = [
+        Path(hdwm.__file__).resolve().parents[2] / "include" / "config" / SOURCES_FILE,
+        Path(__file__).resolve().parents[1] / "include" / "config" / SOURCES_FILE,
+    ]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise ConfigError(f"cannot find {SOURCES_FILE}; tried {[str(p) for p in candidates]}; pass --sources-config")
+
+
+def discover_inputs(landing: Path, ds: str, sources: dict[str, SourceSpec]) -> dict[str, list[Path]]:
+    """Map each declared source that has a ``<landing>/<source>/<ds>/`` folder
+    to its sorted ``*.csv`` files (possibly empty).
+
+    Hidden folders (``.x``, ``_x``) are ignored.
+
+    Raises:
+        ConfigError: a folder for ``ds`` exists for an undeclared source.
+    """
+    found: dict[str, list[Path]] = {}
+    undeclared: list[str] = []
+    if not landing.is_dir():
+        return found
+    for entry in sorted(landing.iterdir()):
+        if not entry.is_dir() or entry.name.startswith((".", "_")):
+            continue
+        day = entry / ds
+        if not day.is_dir():
+            continue
+        if entry.name not in sources:
+            undeclared.append(entry.name)
+            continue
+        found[entry.name] = sorted(p for p in day.glob("*.csv") if p.is_file())
+        others = sorted(
+            p.name for p in day.iterdir() if p.is_file() and p.suffix != ".csv" and not p.name.startswith((".", "_"))
+        )
+        if others:
+            log.warning("%s/%s: ignoring non-CSV files %s", entry.name, ds, others)
+    if undeclared:
+        raise ConfigError(
+            f"landing folder(s) for {ds} with undeclared source(s) {undeclared} in {landing}: "
+            f"declare them in {SOURCES_FILE} or remove them (declared: {sorted(sources)})"
+        )
+    return found
+
+
+def check_header(line: str | None, spec: SourceSpec) -> str | None:
+    """None if ``line`` is the declared header (case-insensitive, trimmed, in
+    order; a UTF-8 BOM is ignored), else a human-readable mismatch detail."""
+    if line is None:
+        return None
+    fields = next(csv.reader([line.lstrip("\ufeff")], delimiter=spec.delimiter, quotechar=spec.quote), [])
+    found = [f.strip().lower() for f in fields]
+    expected = [c.lower() for c in spec.column_names]
+    if found == expected:
+        return None
+    return f"header {found} does not match declared columns {expected}"
+
+
+def atomic_write_json(path: Path, payload: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, indent=2, sort_keys=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _local_uri(path: str) -> str:
+    """Absolute ``file://`` URI for a local path; URIs (``s3a://``, ...) pass through."""
+    if "://" in path:
+        return path
+    return "file://" + str(Path(path).expanduser().resolve())
+
+
+# ---------------------------------------------------------------------------
+# Spark stages
+# ---------------------------------------------------------------------------
+
+
+def read_numbered_lines(spark, files: list[Path]):
+    """Lines of ``files`` with ``source_file`` and exact 1-based ``line_number``.
+
+    ``monotonically_increasing_id`` is contiguous inside a Spark partition and a
+    file split never spans partitions, so ``id - min(id)`` per (file, split) is
+    the line's index in its split; the lines of earlier splits of the same file
+    (a running sum over the small per-split count table) give the offset.
+
+    Returns:
+        ``(numbered, persisted, files_info)``: the DataFrame (source_file,
+        line_number, value), the cached base to unpersist when done, and per
+        file ``{"lines", "blank", "header"}`` (header = its first line).
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    lines = (
+        spark.read.text([_local_uri(str(p)) for p in files])
+        .select(
+            F.col("value"),
+            F.col("_metadata.file_path").alias("source_file"),
+            F.col("_metadata.file_block_start").alias("_split"),
+            F.monotonically_increasing_id().alias("_mid"),
+        )
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    # One row per file split (not per line): small enough to bring to the driver.
+    # It also carries each split's first line (line 1 = the header for split 0)
+    # and its blank-line count, so no other pass is needed for those.
+    splits = (
+        lines.groupBy("source_file", "_split")
+        .agg(
+            F.count(F.lit(1)).alias("_n"),
+            F.min("_mid").alias("_first"),
+            F.min_by("value", "_mid").alias("_head"),
+            F.sum(F.when(C.is_blank_col(F.col("value")), 1).otherwise(0)).alias("_blank"),
+        )
+        .collect()
+    )
+    offsets, files_info = [], {}
+    for row in sorted(splits, key=lambda r: (r["source_file"], r["_split"])):
+        info = files_info.setdefault(row["source_file"], {"lines": 0, "blank": 0, "header": None})
+        offsets.append((row["source_file"], row["_split"], row["_first"], info["lines"]))
+        if info["lines"] == 0:
+            info["header"] = row["_head"]
+        info["lines"] += row["_n"]
+        info["blank"] += row["_blank"] or 0
+    table = spark.createDataFrame(offsets, "source_file STRING, _split BIGINT, _first BIGINT, _before BIGINT")
+    numbered = lines.join(F.broadcast(table), ["source_file", "_split"]).select(
+        "source_file",
+        (F.col("_before") + F.col("_mid") - F.col("_first") + 1).cast("long").alias("line_number"),
+        "value",
+    )
+    return numbered, lines, files_info
+
+
+def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str):
+    """Parse, clean and classify one source's lines.
+
+    Returns:
+        dict with ``classified`` (one row per input row: quarantine columns,
+        curated columns and fix flags; persisted), ``rows_in``,
+        ``blank_lines``, ``bad_headers`` (file -> detail), ``fix_flags``
+        (flag column -> (column, rule)), ``cached`` (DataFrames to unpersist).
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    numbered, base, files_info = read_numbered_lines(spark, files)
+
+    # -- headers and row accounting (from the per-split table; no extra pass) ---------
+    bad_headers: dict[str, str] = {}
+    rows_in = blank_lines = 0
+    for path, info in files_info.items():  # files with no line at all are absent
+        problem = check_header(info["header"], spec)
+        if problem:
+            bad_headers[path] = problem
+            rows_in += info["lines"]  # every line, header and blank ones included, is quarantined
+        else:
+            rows_in += info["lines"] - 1 - info["blank"]
+            blank_lines += info["blank"]
+    bad_file = F.col("source_file").isin(list(bad_headers)) if bad_headers else F.lit(False)
+    good_header_line = (F.col("line_number") == 1) & ~bad_file
+    blank = C.is_blank_col(F.col("value"))
+    # Blank lines are not rows; a bad-header file is quarantined line by line (blank ones too).
+    rows = numbered.filter(~good_header_line & (~blank | bad_file))
+
+    # -- parse -------------------------------------------------------------------------
+    names = spec.column_names
+    ddl = ", ".join(f"`{n}` STRING" for n in names) + f", `{CORRUPT}` STRING"
+    options = {
+        "mode": "PERMISSIVE",
+        "columnNameOfCorruptRecord": CORRUPT,
+        "sep": spec.delimiter,
+        "quote": spec.quote,
+        "escape": spec.escape,
+    }
+    parsed = rows.withColumn("_r", F.from_csv(F.col("value"), ddl, options)).select(
+        "source_file", "line_number", "value", *[F.col("_r").getField(n).alias(n) for n in names],
+        F.col("_r").getField(CORRUPT).alias(CORRUPT),
+    )
+
+    # -- clean -------------------------------------------------------------------------
+    record_id = C.whitespace_col(F.col(spec.record_id))
+    cleaned_cols = []
+    fix_flags: dict[str, tuple[str, str]] = {}
+    for col_spec in spec.columns:
+        value, fixes = C.clean_column(F.col(col_spec.name), col_spec)
+        if col_spec.name != spec.record_id:
+            cleaned_cols.append(value.cast(col_spec.spark_type).alias(col_spec.name))
+        for rule, flag in fixes.items():
+            flag_name = f"_fix__{col_spec.name}__{rule}"
+            fix_flags[flag_name] = (col_spec.name, rule)
+            cleaned_cols.append(flag.alias(flag_name))
+
+    corrupt = F.col(CORRUPT).isNotNull()
+    quote_char = re.escape(spec.quote)
+    quotes = F.size(F.split(F.col("value"), quote_char, -1)) - 1
+    fields = F.size(F.split(F.col("value"), re.escape(spec.delimiter), -1))
+    n_declared = len(names)
+    header_detail = F.lit(None).cast("string")
+    for path, problem in bad_headers.items():
+        header_detail = F.when(F.col("source_file") == path, F.lit(problem)).otherwise(header_detail)
+    reason = (
+        F.when(bad_file, F.lit("bad_header"))
+        .when(corrupt & (quotes % 2 == 1), F.lit("malformed"))
+        .when(corrupt, F.lit("column_count"))
+        .when(record_id.isNull(), F.lit("missing_record_id"))
+    )
+    detail = (
+        F.when(bad_file, header_detail)
+        .when(corrupt & (quotes % 2 == 1), F.lit("unbalanced quote (multi-line fields are not supported)"))
+        .when(
+            corrupt & (quotes == 0),
+            F.format_string(f"expected {n_declared} fields, found %d", fields),
+        )
+        .when(corrupt, F.lit(f"expected {n_declared} fields"))
+        .when(record_id.isNull(), F.lit(f"{spec.record_id} is empty"))
+    )
+    rows = parsed.select(
+        F.lit(ds).alias("ds"),
+        F.lit(spec.name).alias("source"),
+        "source_file",
+        "line_number",
+        F.substring(F.col("value"), 1, RAW_MAX_CHARS).alias("raw"),
+        reason.alias("reason"),
+        detail.alias("detail"),
+        record_id.alias("record_id"),
+        C.truth_entity_col(record_id, spec.truth_pattern).alias("truth_entity"),
+        *cleaned_cols,
+    )
+
+    # -- duplicates: keep the first copy by (source_file, line_number) -----------------
+    ok = rows.filter(F.col("reason").isNull())
+    first = Window.partitionBy("record_id").orderBy("source_file", "line_number")
+    rank = F.row_number().over(first)
+    ok = (
+        ok.withColumn("_rank", rank)
+        .withColumn("_kept_file", F.first("source_file").over(first))
+        .withColumn("_kept_line", F.first("line_number").over(first))
+    )
+    dup = F.col("_rank") > 1
+    ok = ok.withColumn("reason", F.when(dup, F.lit("duplicate_record_id"))).withColumn(
+        "detail",
+        F.when(
+            dup,
+            F.format_string(
+                "duplicate of %s kept at %s:%d", F.col("record_id"), F.col("_kept_file"), F.col("_kept_line")
+            ),
+        ),
+    ).drop("_rank", "_kept_file", "_kept_line")
+    classified = rows.filter(F.col("reason").isNotNull()).unionByName(ok).persist(StorageLevel.MEMORY_AND_DISK)
+    return {
+        "classified": classified,
+        "rows_in": rows_in,
+        "blank_lines": blank_lines,
+        "bad_headers": bad_headers,
+        "fix_flags": fix_flags,
+        "cached": [base, classified],
+    }
+
+
+def _count(spark, uri: str) -> int:
+    return spark.read.parquet(uri).count()
+
+
+def prepare(args: argparse.Namespace) -> dict[str, Any]:
+    """Driver-side checks before any Spark work: ``ds``, ``sources.yaml``,
+    input discovery and curated column types.
+
+    Raises:
+        ConfigError, NoInputError: see the module's exit codes.
+    """
+    ds = validate_ds(args.ds)
+    config_path = find_sources_config(args.sources_config)
+    try:
+        sources = C.load_sources(config_path)
+    except SourceConfigError as exc:
+        raise ConfigError(str(exc)) from exc
+    landing = Path(args.landing).expanduser().resolve()
+    inputs = discover_inputs(landing, ds, sources)
+    n_files = sum(len(v) for v in inputs.values())
+    if n_files == 0:
+        raise NoInputError(f"no input for {ds} in {landing}")
+    log.info("cleanse %s: config %s; landing %s", ds, config_path, landing)
+    for name, files in inputs.items():
+        log.info("  %s: %d file(s) %s", name, len(files), [p.name for p in files])
+
+    # Curated columns: fixed head, attributes in order of first appearance, fixed tail.
+    attr_types: dict[str, str] = {}
+    for name in inputs:
+        for col in sources[name].attributes:
+            previous = attr_types.setdefault(col.name, col.spark_type)
+            if previous != col.spark_type:
+                raise ConfigError(f"column {col.name!r} is {previous} in one source and {col.spark_type} in {name!r}")
+    return {"ds": ds, "config_path": config_path, "sources": sources, "landing": landing,
+            "inputs": inputs, "n_files": n_files, "attr_types": attr_types}
+
+
+def run(spark, args: argparse.Namespace, plan: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run the job for ``args`` on ``spark``; return the metrics dict.
+
+    Raises:
+        ConfigError, NoInputError, InvariantError: see the module's exit codes.
+    """
+    from pyspark.sql import functions as F
+
+    started = time.monotonic()
+    plan = plan or prepare(args)
+    ds, config_path, sources = plan["ds"], plan["config_path"], plan["sources"]
+    landing, inputs, n_files, attr_types = plan["landing"], plan["inputs"], plan["n_files"], plan["attr_types"]
+
+    for key, value in JOB_CONF.items():
+        spark.conf.set(key, value)
+
+    reasons = {r: 0 for r in C.QUARANTINE_REASONS}
+    fixed_by_rule = {r: 0 for r in C.FIX_RULES}
+    fixed_by_column: dict[str, dict[str, int]] = {}
+    by_source: dict[str, dict[str, Any]] = {}
+    curated_parts, quarantine_parts, cached = [], [], []
+    totals = {"rows_in": 0, "blank": 0}
+    try:
+        for name, files in inputs.items():
+            if not files:
+                by_source[name] = {"files": 0, "rows_in": 0, "rows_curated": 0, "rows_quarantined": 0}
+                continue
+            spec = sources[name]
+            result = classify_source(spark, spec, files, ds)
+            cached.extend(result["cached"])
+            classified = result["classified"]
+            flags = result["fix_flags"]
+            # One small row per reason (null = curated) with fix counts: the only collect.
+            agg = (
+                classified.groupBy("reason")
+                .agg(F.count(F.lit(1)).alias("n"), *[F.sum(F.col(f).cast("long")).alias(f) for f in flags])
+                .collect()
+            )
+            src_curated = src_quarantined = 0
+            for row in agg:
+                if row["reason"] is None:
+                    src_curated = int(row["n"])
+                    for flag, (column, rule) in flags.items():
+                        hits = int(row[flag] or 0)
+                        fixed_by_rule[rule] = fixed_by_rule.get(rule, 0) + hits
+                        if hits:
+                            per_col = fixed_by_column.setdefault(f"{name}.{column}", {})
+                            per_col[rule] = per_col.get(rule, 0) + hits
+                else:
+                    src_quarantined += int(row["n"])
+                    reasons[row["reason"]] = reasons.get(row["reason"], 0) + int(row["n"])
+            by_source[name] = {
+                "files": len(files),
+                "rows_in": result["rows_in"],
+                "rows_curated": src_curated,
+                "rows_quarantined": src_quarantined,
+                "blank_lines_skipped": result["blank_lines"],
+                "bad_header_files": sorted(result["bad_headers"]),
+            }
+            totals["rows_in"] += result["rows_in"]
+            totals["blank"] += result["blank_lines"]
+            log.info(
+                "  %s: %d rows in, %d curated, %d quarantined, %d blank line(s) skipped",
+                name, result["rows_in"], src_curated, src_quarantined, result["blank_lines"],
+            )
+            for path, problem in result["bad_headers"].items():
+                log.warning("  %s: %s: whole file quarantined: %s", name, path, problem)
+            if result["rows_in"] != src_curated + src_quarantined:
+                raise InvariantError(
+                    f"{name}: rows_in {result['rows_in']} != curated {src_curated} + quarantined {src_quarantined}"
+                )
+
+            good = classified.filter(F.col("reason").isNull())
+            curated_parts.append(
+                good.select(
+                    *CURATED_FIXED_HEAD,
+                    *[c.name for c in spec.attributes],
+                    *CURATED_FIXED_TAIL,
+                )
+            )
+            quarantine_parts.append(classified.filter(F.col("reason").isNotNull()).select(*QUARANTINE_COLUMNS))
+
+        curated_columns = [*CURATED_FIXED_HEAD, *attr_types, *CURATED_FIXED_TAIL]
+        curated = curated_parts[0] if curated_parts else None
+        for part in curated_parts[1:]:
+            curated = curated.unionByName(part, allowMissingColumns=True)
+        if curated is None:  # declared folders exist but hold no files with rows
+            ddl = ", ".join(
+                [f"{c} STRING" for c in CURATED_FIXED_HEAD]
+                + [f"`{c}` {t.upper()}" for c, t in attr_types.items()]
+                + ["ds STRING", "source_file STRING", "line_number BIGINT"]
+            )
+            curated = spark.createDataFrame([], ddl)
+        curated = curated.select(*curated_columns)
+        quarantine = spark.createDataFrame([], QUARANTINE_DDL)
+        for part in quarantine_parts:
+            quarantine = quarantine.unionByName(part)
+
+        curated_uri, quarantine_uri = _local_uri(args.curated), _local_uri(args.quarantine)
+        curated.write.mode("overwrite").parquet(curated_uri)
+        quarantine.write.mode("overwrite").parquet(quarantine_uri)
+        rows_curated, rows_quarantined = _count(spark, curated_uri), _count(spark, quarantine_uri)
+    finally:
+        for frame in cached:
+            frame.unpersist()
+
+    expected_curated = sum(s["rows_curated"] for s in by_source.values())
+    expected_quarantined = sum(s["rows_quarantined"] for s in by_source.values())
+    if (rows_curated, rows_quarantined) != (expected_curated, expected_quarantined):
+        raise InvariantError(
+            f"written counts (curated {rows_curated}, quarantined {rows_quarantined}) differ from "
+            f"classified counts ({expected_curated}, {expected_quarantined})"
+        )
+    if totals["rows_in"] != rows_curated + rows_quarantined:
+        raise InvariantError(
+            f"rows_in {totals['rows_in']} != rows_curated {rows_curated} + rows_quarantined {rows_quarantined}"
+        )
+
+    metrics = {
+        "ds": ds,
+        "sources": sorted(inputs),
+        "files": n_files,
+        "rows_in": totals["rows_in"],
+        "rows_curated": rows_curated,
+        "rows_quarantined": rows_quarantined,
+        "quarantined_by_reason": reasons,
+        "fixed_by_rule": fixed_by_rule,
+        "fixed_by_column": fixed_by_column,
+        "blank_lines_skipped": totals["blank"],
+        "by_source": by_source,
+        "landing": str(landing),
+        "curated": args.curated,
+        "quarantine": args.quarantine,
+        "sources_config": str(config_path),
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    atomic_write_json(Path(args.metrics).expanduser().resolve(), metrics)
+    log.info(
+        "cleanse %s done: %d rows in -> %d curated + %d quarantined in %.1fs",
+        ds, metrics["rows_in"], rows_curated, rows_quarantined, metrics["seconds"],
+    )
+    log.info("  quarantined by reason: %s", {k: v for k, v in reasons.items() if v} or "none")
+    log.info("  fixed by rule: %s", {k: v for k, v in fixed_by_rule.items() if v} or "none")
+    log.info("  metrics: %s", args.metrics)
+    return metrics
+
+
+def _setup_logging() -> None:
+    if not log.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+    log.setLevel(logging.INFO)
+
+
+def main(argv: list[str] | None = None, spark=None) -> int:
+    """Entry point. Returns the exit code (see the module docstring).
+
+    ``spark``: an existing session (tests); by default ``hdwm.spark.get_spark``
+    returns the active session or builds one. The session is never stopped here.
+    """
+    _setup_logging()
+    args = parse_args(argv)
+    try:
+        plan = prepare(args)  # fail fast on arguments, config and input, before a JVM starts
+        if spark is None:
+            from hdwm.spark import get_spark
+
+            spark = get_spark("washline-cleanse", JOB_CONF)
+            # Keep the job's story readable in the Airflow task log.
+            spark.sparkContext.setLogLevel(os.environ.get("WASHLINE_SPARK_LOG_LEVEL", "WARN"))
+        run(spark, args, plan)
+    except NoInputError as exc:
+        log.error("%s", exc)
+        return exc.exit_code
+    except CleanseError as exc:
+        log.error("cleanse failed (exit %d): %s", exc.exit_code, exc)
+        return exc.exit_code
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    code = main()
+    try:
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            active.stop()
+    finally:
+        sys.exit(code)

@@ -1,0 +1,270 @@
+"""The cleanse job end to end: FEBRL1 plus a malformed extra file, run
+in-process on the session fixture and once as a real ``spark-submit``."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import logging
+import os
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from washline.landing import land_febrl
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[2]
+JOB = REPO / "spark_jobs" / "cleanse.py"
+DS = "2025-01-01"
+HEADER = "rec_id,given_name,surname,street_number,address_1,address_2,suburb,postcode,state,date_of_birth,soc_sec_id"
+
+# line number -> (what it is, quarantine reason or None if it must be curated)
+EXTRA_LINES = {
+    2: ("rec-9001-org,  mary   ann ,smith,1,main  street,,perth,6000,wa,20240230,123", None),
+    3: ("rec-9002-org,john,doe,2,high street,,perth,60x0,wa,2001-02-03,456", None),
+    4: ("rec-9003-org,too,few,fields", "column_count"),
+    5: ("rec-9004-org,a,b,c,d,e,f,1234,g,19990101,789,EXTRA", "column_count"),
+    6: (",no,id,3,x street,,y,2000,nsw,19800101,1", "missing_record_id"),
+    7: ("rec-223-org,dup,licate,6,tullaroop street,willaroo,st james,4011,wa,19081209,6988048", "duplicate_record_id"),
+    8: ("", None),  # blank line: skipped and counted, not a row
+    9: ('rec-9005-org,"unbalanced,q,1,x,,y,2000,nsw,19800101,1', "malformed"),
+    10: ('rec-9006-org,ok,row,5,"quoted, street",,perth,0800,nt,03/04/1990,999', None),
+}
+
+
+def load_job():
+    spec = importlib.util.spec_from_file_location("washline_cleanse_job", JOB)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_extra(folder: Path) -> Path:
+    path = folder / "part-0002.csv"
+    lines = [HEADER] + [EXTRA_LINES[n][0] for n in sorted(EXTRA_LINES)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def job_args(landing: Path, out: Path, ds: str = DS, *extra: str) -> list[str]:
+    return [
+        "--landing", str(landing), "--ds", ds,
+        "--curated", str(out / "curated" / ds), "--quarantine", str(out / "quarantine" / ds),
+        "--metrics", str(out / "metrics" / f"{ds}.json"), *extra,
+    ]
+
+
+@pytest.fixture(scope="module")
+def job():
+    return load_job()
+
+
+@pytest.fixture(scope="module")
+def febrl_run(tmp_path_factory, spark, job):
+    """FEBRL1 in two parts plus the malformed extra file, cleansed once with
+    tiny file splits so line numbering across splits is exercised."""
+    root = tmp_path_factory.mktemp("cleanse")
+    landing, out = root / "landing", root / "out"
+    land_febrl("febrl1", DS, landing, parts=2)
+    write_extra(landing / "febrl" / DS)
+    previous = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "16384")  # ~3 splits per 45 KB part
+    try:
+        rc = job.main(job_args(landing, out), spark=spark)
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", previous)
+    metrics = json.loads((out / "metrics" / f"{DS}.json").read_text())
+    return {"rc": rc, "landing": landing, "out": out, "metrics": metrics}
+
+
+def test_counts_and_invariant(febrl_run):
+    m = febrl_run["metrics"]
+    assert febrl_run["rc"] == 0
+    assert m["ds"] == DS and m["sources"] == ["febrl"] and m["files"] == 3
+    assert m["rows_in"] == 1000 + 8
+    assert m["rows_in"] == m["rows_curated"] + m["rows_quarantined"]
+    assert m["rows_quarantined"] == 5 and m["rows_curated"] == 1003
+    assert m["quarantined_by_reason"] == {
+        "bad_header": 0, "malformed": 1, "column_count": 2, "missing_record_id": 1, "duplicate_record_id": 1,
+    }
+    # FEBRL1 ships 3 impossible birth dates; the extra file adds Feb 30 and a bad postcode
+    assert m["fixed_by_rule"]["bad_date"] == 4
+    assert m["fixed_by_rule"]["bad_postcode"] == 1
+    assert m["fixed_by_rule"]["bad_phone"] == 0
+    assert m["blank_lines_skipped"] == 1
+    assert m["seconds"] > 0
+    assert set(m) >= {"ds", "sources", "files", "rows_in", "rows_curated", "rows_quarantined",
+                      "quarantined_by_reason", "fixed_by_rule", "seconds"}
+
+
+def test_curated_schema_and_values(febrl_run, spark):
+    from pyspark.sql import types as T
+
+    curated = spark.read.parquet(str(febrl_run["out"] / "curated" / DS))
+    types = {f.name: f.dataType for f in curated.schema.fields}
+    assert list(types) == [
+        "record_id", "source", "truth_entity", "given_name", "surname", "street_number", "address_1",
+        "address_2", "suburb", "postcode", "state", "date_of_birth", "soc_sec_id", "ds", "source_file", "line_number",
+    ]
+    assert types["date_of_birth"] == T.DateType() and types["line_number"] == T.LongType()
+    assert all(types[c] == T.StringType() for c in types if c not in ("date_of_birth", "line_number"))
+    assert curated.count() == 1003
+    assert curated.select("record_id").distinct().count() == 1003
+
+    rows = {r["record_id"]: r for r in curated.filter("record_id like 'rec-900%' or record_id in ('rec-223-org', 'rec-10-dup-0')").collect()}
+    # good rows of the malformed file still flow
+    assert set(rows) == {"rec-9001-org", "rec-9002-org", "rec-9006-org", "rec-223-org", "rec-10-dup-0"}
+    r = rows["rec-9001-org"]
+    assert r["given_name"] == "MARY ANN" and r["address_1"] == "MAIN STREET" and r["date_of_birth"] is None
+    assert r["truth_entity"] == "9001" and r["source"] == "febrl" and r["ds"] == DS
+    assert r["source_file"].endswith("part-0002.csv") and r["line_number"] == 2
+    assert rows["rec-9002-org"]["postcode"] is None
+    assert rows["rec-9002-org"]["date_of_birth"] == date(2001, 2, 3)
+    assert rows["rec-9006-org"]["postcode"] == "0800"
+    assert rows["rec-9006-org"]["date_of_birth"] == date(1990, 4, 3)
+    assert rows["rec-9006-org"]["address_1"] == "QUOTED, STREET"
+    # the first copy of a duplicated id is the one kept
+    assert rows["rec-223-org"]["source_file"].endswith("part-0000.csv") and rows["rec-223-org"]["surname"] == "WALLER"
+    assert rows["rec-10-dup-0"]["truth_entity"] == "10"
+    assert rows["rec-10-dup-0"]["street_number"] is None  # missing in FEBRL -> null
+
+
+def test_line_numbers_are_exact_across_file_splits(febrl_run, spark):
+    expected = {}
+    for path in sorted((febrl_run["landing"] / "febrl" / DS).glob("part-000[01].csv")):
+        with path.open(newline="") as fh:
+            for line_number, row in enumerate(csv.reader(fh), start=1):
+                if line_number > 1:
+                    expected[row[0]] = (path.name, line_number)
+    curated = (
+        spark.read.parquet(str(febrl_run["out"] / "curated" / DS))
+        .filter("source_file not like '%part-0002.csv'")
+        .select("record_id", "source_file", "line_number")
+        .collect()
+    )
+    got = {r["record_id"]: (r["source_file"].rsplit("/", 1)[-1], r["line_number"]) for r in curated}
+    assert got == expected
+
+
+def test_quarantine_rows_carry_reason_raw_and_location(febrl_run, spark):
+    quarantine = spark.read.parquet(str(febrl_run["out"] / "quarantine" / DS))
+    assert quarantine.columns == ["ds", "source", "source_file", "line_number", "raw", "reason", "detail"]
+    rows = sorted(quarantine.collect(), key=lambda r: r["line_number"])
+    expected = {n: (text, reason) for n, (text, reason) in EXTRA_LINES.items() if reason}
+    assert [r["line_number"] for r in rows] == sorted(expected)
+    for r in rows:
+        text, reason = expected[r["line_number"]]
+        assert r["reason"] == reason and r["raw"] == text
+        assert r["source"] == "febrl" and r["ds"] == DS and r["source_file"].endswith("part-0002.csv")
+        assert r["detail"]
+    by_reason = {r["reason"]: r["detail"] for r in rows}
+    assert "expected 11 fields" in by_reason["column_count"]
+    assert "part-0000.csv:2" in by_reason["duplicate_record_id"]
+
+
+def test_rerun_replaces_the_slice(febrl_run, spark, job):
+    out = febrl_run["out"]
+    assert job.main(job_args(febrl_run["landing"], out), spark=spark) == 0
+    assert spark.read.parquet(str(out / "curated" / DS)).count() == 1003
+    assert spark.read.parquet(str(out / "quarantine" / DS)).count() == 5
+    assert json.loads((out / "metrics" / f"{DS}.json").read_text())["rows_in"] == 1008
+
+
+def test_no_input_exits_3(febrl_run, spark, job, caplog, tmp_path):
+    caplog.set_level(logging.ERROR, logger="washline.cleanse")
+    rc = job.main(job_args(febrl_run["landing"], tmp_path, "2030-01-01"), spark=spark)
+    assert rc == job.EXIT_NO_INPUT == 3
+    assert f"no input for 2030-01-01 in {febrl_run['landing']}" in caplog.text
+    assert not (tmp_path / "metrics" / "2030-01-01.json").exists()
+
+
+def test_undeclared_source_folder_is_an_error(tmp_path, spark, job, caplog):
+    land_febrl("febrl1", DS, tmp_path / "landing", parts=1)
+    stray = tmp_path / "landing" / "crm" / DS
+    stray.mkdir(parents=True)
+    (stray / "x.csv").write_text("a,b\n1,2\n")
+    caplog.set_level(logging.ERROR, logger="washline.cleanse")
+    assert job.main(job_args(tmp_path / "landing", tmp_path / "out"), spark=spark) == job.EXIT_CONFIG
+    assert "crm" in caplog.text
+
+
+def test_bad_ds_exits_2(tmp_path, job):
+    assert job.main(job_args(tmp_path, tmp_path, "2025-02-30"), spark=object()) == 2
+
+
+def test_custom_source_with_phones_and_a_bad_header(tmp_path, spark, job):
+    """A second source from --sources-config: phone column, a file with a wrong
+    header (quarantined whole), and a clean file."""
+    config = tmp_path / "config" / "sources.yaml"
+    config.parent.mkdir()
+    config.write_text(
+        "sources:\n"
+        "  crm:\n"
+        "    record_id: id\n"
+        "    columns:\n"
+        "      - {name: id, type: id}\n"
+        "      - {name: name, type: text}\n"
+        "      - {name: tel, type: phone}\n"
+        "      - {name: born, type: date, formats: [dd/MM/yyyy]}\n"
+    )
+    day = tmp_path / "landing" / "crm" / DS
+    day.mkdir(parents=True)
+    (day / "a.csv").write_text("id,name,tel,born\nc1, ann ,+61 (2) 9876-5432,29/02/2024\nc2,bob,call me,30/02/2024\n")
+    (day / "b.csv").write_text("ident,name,phone,born\nc3,cy,0412345678,01/01/2000\n")
+    rc = job.main(job_args(tmp_path / "landing", tmp_path / "out", DS, "--sources-config", str(config.parent)), spark=spark)
+    assert rc == 0
+    m = json.loads((tmp_path / "out" / "metrics" / f"{DS}.json").read_text())
+    assert (m["rows_in"], m["rows_curated"], m["rows_quarantined"]) == (4, 2, 2)
+    assert m["quarantined_by_reason"]["bad_header"] == 2  # header line + data line of b.csv
+    assert m["fixed_by_rule"]["bad_phone"] == 1 and m["fixed_by_rule"]["bad_date"] == 1
+    curated = {r["record_id"]: r for r in spark.read.parquet(str(tmp_path / "out" / "curated" / DS)).collect()}
+    assert curated["c1"]["tel"] == "+61298765432" and curated["c1"]["name"] == "ANN"
+    assert curated["c1"]["born"] == date(2024, 2, 29) and curated["c1"]["truth_entity"] is None
+    assert curated["c2"]["tel"] is None and curated["c2"]["born"] is None
+    q = spark.read.parquet(str(tmp_path / "out" / "quarantine" / DS)).collect()
+    assert {(r["line_number"], r["reason"]) for r in q} == {(1, "bad_header"), (2, "bad_header")}
+    assert all("does not match declared columns" in r["detail"] for r in q)
+
+
+def test_spark_submit_clean_input_writes_an_empty_quarantine(tmp_path):
+    """Run as Airflow does: a real spark-submit of the script, from an
+    unrelated working directory. FEBRL1 alone is clean at row level, so the
+    quarantine is empty but still a readable Parquet dataset."""
+    import pyarrow.parquet as pq
+
+    landing, out = tmp_path / "landing", tmp_path / "out"
+    land_febrl("febrl1", DS, landing, parts=2)
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    env.pop("WASHLINE_CONFIG_DIR", None)
+    env.pop("PYTHONPATH", None)
+    submit = Path(sys.executable).parent / "spark-submit"
+    cmd = [
+        str(submit), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
+        "--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.ui.showConsoleProgress=false",
+        str(JOB), *job_args(landing, out),
+    ]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    m = json.loads((out / "metrics" / f"{DS}.json").read_text())
+    assert (m["rows_in"], m["rows_curated"], m["rows_quarantined"]) == (1000, 1000, 0)
+    assert m["fixed_by_rule"]["bad_date"] == 3
+    # spark-submit's PythonRunner sends the Python process's stderr to its stdout
+    assert "1000 rows in -> 1000 curated + 0 quarantined" in proc.stdout + proc.stderr
+    table = pq.read_table(out / "quarantine" / DS)
+    assert table.num_rows == 0
+    assert table.schema.names == ["ds", "source", "source_file", "line_number", "raw", "reason", "detail"]
+    assert pq.read_table(out / "curated" / DS).num_rows == 1000
+
+    # the documented exit code for a date with no input, through spark-submit
+    proc = subprocess.run(
+        [*cmd[: cmd.index(str(JOB)) + 1], *job_args(landing, out, "2030-01-01")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 3, proc.stderr[-4000:]
+    assert f"no input for 2030-01-01 in {landing}" in proc.stdout + proc.stderr

@@ -1,0 +1,67 @@
+"""Demo landing of FEBRL (plugins/washline/landing.py)."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from washline.landing import FEBRL_COLUMNS, land_febrl
+
+
+def _rows(paths):
+    out = []
+    for path in paths:
+        with path.open(newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            assert tuple(next(reader)) == FEBRL_COLUMNS
+            out.extend(reader)
+    return out
+
+
+def test_lands_febrl1_as_csv_parts(tmp_path):
+    paths = land_febrl("febrl1", "2025-01-01", tmp_path, parts=2)
+    assert [p.name for p in paths] == ["part-0000.csv", "part-0001.csv"]
+    assert all(p.parent == tmp_path / "febrl" / "2025-01-01" for p in paths)
+    rows = _rows(paths)
+    assert len(rows) == 1000
+    assert len({r[0] for r in rows}) == 1000
+    assert all(len(r) == len(FEBRL_COLUMNS) for r in rows)
+    # values as shipped: lower case, missing given name is an empty field, dirty dates kept
+    first = dict(zip(FEBRL_COLUMNS, rows[0]))
+    assert first["rec_id"] == "rec-223-org" and first["given_name"] == "" and first["surname"] == "waller"
+    assert any(r[FEBRL_COLUMNS.index("date_of_birth")] == "19371233" for r in rows)
+
+
+def test_landing_is_idempotent_and_touches_only_its_date(tmp_path):
+    other = land_febrl("febrl1", "2024-12-31", tmp_path, parts=1)
+    land_febrl("febrl1", "2025-01-01", tmp_path, parts=3)
+    stray = tmp_path / "febrl" / "2025-01-01" / "part-0002.csv"
+    assert stray.exists()
+    again = land_febrl("febrl1", "2025-01-01", tmp_path, parts=2)
+    assert sorted(p.name for p in (tmp_path / "febrl" / "2025-01-01").iterdir()) == ["part-0000.csv", "part-0001.csv"]
+    assert not stray.exists()  # the date's folder was replaced as a whole
+    assert len(_rows(again)) == 1000
+    assert other[0].exists() and len(_rows(other)) == 1000
+    # no temporary or moved-aside folders are left behind
+    assert sorted(p.name for p in (tmp_path / "febrl").iterdir()) == ["2024-12-31", "2025-01-01"]
+
+
+def test_lands_febrl3(tmp_path):
+    paths = land_febrl("febrl3", "2025-01-01", tmp_path, parts=4)
+    assert len(paths) == 4
+    assert len(_rows(paths)) == 5000
+
+
+@pytest.mark.parametrize("ds", ["2025-1-1", "20250101", "2025-02-30", "../x", "", "2025-01-01/.."])
+def test_bad_ds_is_refused(tmp_path, ds):
+    with pytest.raises(ValueError, match="ds"):
+        land_febrl("febrl1", ds, tmp_path)
+    assert not (tmp_path / "febrl").exists()
+
+
+def test_unknown_dataset_and_bad_parts_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown dataset 'febrl9'"):
+        land_febrl("febrl9", "2025-01-01", tmp_path)
+    with pytest.raises(ValueError, match="parts"):
+        land_febrl("febrl1", "2025-01-01", tmp_path, parts=0)
