@@ -102,7 +102,8 @@ def render(summary: dict[str, Any]) -> str:
     lines = [
         f"washline run summary for ds={summary['ds']} ({summary['run_id']})",
         f"  rows in          {rows['in']}",
-        f"  quarantined      {rows['quarantined']}  {rows.get('quarantined_by_reason') or ''}",
+        f"  quarantined      {rows['quarantined']}  "
+        + ", ".join(f"{k} {v}" for k, v in (rows.get("quarantined_by_reason") or {}).items() if v),
         f"  curated          {rows['curated']}",
         f"  loaded (staging) {rows['loaded']}",
         f"  published        {rows['published']}",
