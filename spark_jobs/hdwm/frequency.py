@@ -1,0 +1,118 @@
+"""Global token frequency table and global correction (DWM16, DWM25).
+
+Frequency = number of occurrences of a token over all references (after
+tokenising; with ``removeDuplicateTokens`` that is the number of references
+holding it). Computed with one Spark aggregation; nothing reaches the driver.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from .config import LinkageProfile
+
+
+def token_frequencies(tokens: DataFrame) -> DataFrame:
+    """(``record_id``, ``tokens``) → (``token`` string, ``freq`` long, occurrences)."""
+    return (
+        tokens.select(F.explode("tokens").alias("token"))
+        .groupBy("token")
+        .agg(F.count(F.lit(1)).alias("freq"))
+    )
+
+
+def deletion_keys(col: str):
+    """Column array<string>: the token in ``col`` plus every one-character deletion.
+
+    Two tokens within one Damerau–Levenshtein edit (substitution, insertion,
+    deletion, adjacent transposition) always share such a key (symmetric
+    deletion neighbourhood, as in SymSpell), so a join on the keys finds every
+    candidate without an all-pairs comparison. Spark SQL only (no Python UDF).
+    """
+    return F.expr(
+        f"array_distinct(concat(array({col}), transform(sequence(1, length({col})), "
+        f"i -> concat(substring({col}, 1, i - 1), substring({col}, i + 1)))))"
+    )
+
+
+def one_edit_apart(a: str, b: str):
+    """Column boolean: Damerau–Levenshtein(a, b) == 1 (optimal string alignment).
+
+    True when the Levenshtein distance is 1, or when the two have equal length
+    and differ by exactly one swap of adjacent characters.
+    """
+    swap = (
+        f"exists(sequence(1, greatest(length({a}) - 1, 1)), i -> "
+        f"substring({a}, 1, i - 1) = substring({b}, 1, i - 1) "
+        f"AND substring({a}, i, 1) = substring({b}, i + 1, 1) "
+        f"AND substring({a}, i + 1, 1) = substring({b}, i, 1) "
+        f"AND substring({a}, i + 2) = substring({b}, i + 2))"
+    )
+    return (F.levenshtein(a, b) == 1) | (
+        (F.length(a) == F.length(b)) & (F.levenshtein(a, b) == 2) & F.expr(swap)
+    )
+
+
+def correction_map(freq: DataFrame, profile: LinkageProfile) -> DataFrame:
+    """Rare → standard token replacements (DWM25 global correction).
+
+    A token with ``freq ≤ maxFreqErrToken`` is replaced by a standard token
+    with ``freq ≥ minFreqStdToken`` and ``length ≥ minLenStdToken`` exactly one
+    Damerau–Levenshtein edit away (rapidfuzz ``DamerauLevenshtein.distance``).
+    washline choices: all-digit tokens are never corrected (a zip or phone
+    one digit off is a different value), the error token must also be at least
+    ``minLenStdToken`` long, and among several candidates the most frequent
+    wins (ties: smallest token), so the map is deterministic.
+
+    Returns: DataFrame (``token`` string, ``replacement`` string).
+    """
+    rare = (
+        freq.filter(
+            (F.col("freq") <= profile.maxFreqErrToken)
+            & (F.length("token") >= profile.minLenStdToken)
+            & ~F.col("token").rlike(r"^\d+$")
+        )
+        .select("token", F.explode(deletion_keys("token")).alias("k"))
+    )
+    std = freq.filter(
+        (F.col("freq") >= profile.minFreqStdToken) & (F.length("token") >= profile.minLenStdToken)
+    ).select(F.col("token").alias("std"), F.col("freq").alias("std_freq"), F.explode(deletion_keys("token")).alias("k"))
+
+    cands = (
+        rare.join(std, "k")
+        .select("token", "std", "std_freq")
+        .distinct()
+        .filter(one_edit_apart("token", "std"))
+    )
+    # max by (freq desc, token asc): pick max freq then the smallest token among them
+    top = cands.groupBy("token").agg(F.max("std_freq").alias("mf"))
+    best = (
+        cands.join(top, "token")
+        .filter(F.col("std_freq") == F.col("mf"))
+        .groupBy("token")
+        .agg(F.min("std").alias("replacement"))
+    )
+    return best
+
+
+def apply_corrections(tokens: DataFrame, cmap: DataFrame, remove_duplicates: bool) -> DataFrame:
+    """Replace tokens by their correction (order kept); returns (``record_id``, ``tokens``).
+
+    Implemented as posexplode → left join with the map (Spark picks broadcast when small) →
+    ``array_sort`` by position → rebuild the array.
+    """
+    ex = tokens.select("record_id", F.posexplode("tokens").alias("pos", "token"))
+    fixed = ex.join(cmap, "token", "left").select(
+        "record_id", "pos", F.coalesce("replacement", "token").alias("token")
+    )
+    rebuilt = fixed.groupBy("record_id").agg(
+        F.array_sort(F.collect_list(F.struct("pos", "token"))).alias("s")
+    )
+    arr = F.transform("s", lambda x: x["token"])
+    if remove_duplicates:
+        arr = F.array_distinct(arr)
+    out = rebuilt.select("record_id", arr.alias("tokens"))
+    # references with no tokens vanished in posexplode: put them back
+    empty = tokens.join(out.select("record_id"), "record_id", "left_anti").select("record_id", "tokens")
+    return out.unionByName(empty)

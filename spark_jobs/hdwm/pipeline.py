@@ -1,0 +1,268 @@
+"""The HDWM iteration loop: tokens → frequencies → (correction) → blocks →
+scores → links ≥ mu → connected components → entropy quality ≥ epsilon →
+iterate with mu raised (DWM00 driver, Talburt et al. 2020; SparkDWM 2024).
+
+Input ``refs`` columns: ``record_id`` (string, unique), ``text`` (string, the
+reference), optional ``truth_entity`` (string, nullable) for pairwise metrics.
+
+Output ``links`` columns (one row per input record):
+``record_id`` string, ``cluster_id`` string (smallest record_id of the
+cluster), ``iteration`` int (1-based iteration that accepted the cluster; 0
+for leftover singletons), ``mu`` double (threshold at link time; null for
+singletons), ``quality`` double (normalised entropy quality; 1.0 for
+singletons), ``cluster_size`` int.
+
+Iteration rule (DWM00): frequencies stay global; each iteration blocks only
+the references not yet in an accepted cluster; pairs scoring ≥ mu are linked;
+clusters (size ≥ 2) with quality ≥ epsilon are accepted; then
+``mu += muIterate`` and ``epsilon += epsilonIterate`` (rounded to 2
+decimals, as DWM). The loop stops when mu > 1, when an iteration finds no
+candidate pair or no link, or when no reference is left. Scores do not
+depend on mu, so a pair scored once is cached and never re-scored; and when
+iteration 1 split no block (``maxBlockSize`` not reached), later iterations
+reuse iteration 1's blocks restricted to the remaining references, which is
+exactly what re-blocking them would give.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from .blocking import block_stats, build_blocks
+from .closure import connected_components
+from .compare import comparison_tokens, score_pairs
+from .config import LinkageProfile, load_profile
+from .frequency import apply_corrections, correction_map, token_frequencies
+from .metrics import pairwise_metrics
+from .quality import cluster_quality
+from .tokenizer import tokenize
+
+log = logging.getLogger("hdwm")
+
+LINKS_SCHEMA = T.StructType(
+    [
+        T.StructField("record_id", T.StringType(), False),
+        T.StructField("cluster_id", T.StringType(), False),
+        T.StructField("iteration", T.IntegerType(), False),
+        T.StructField("mu", T.DoubleType(), True),
+        T.StructField("quality", T.DoubleType(), True),
+        T.StructField("cluster_size", T.IntegerType(), False),
+    ]
+)
+
+
+def _say(msg: str) -> None:
+    print(f"[hdwm] {msg}", flush=True)
+    log.info(msg)
+
+
+def _freeze(df: DataFrame) -> DataFrame:
+    """Materialise and cut lineage (reliable checkpoint if a dir is set)."""
+    if df.sparkSession.sparkContext.getCheckpointDir():
+        return df.checkpoint(eager=True)
+    return df.localCheckpoint(eager=True)
+
+
+def run_linkage(
+    spark: SparkSession,
+    refs: DataFrame,
+    profile: LinkageProfile | str = "default",
+    checkpoint_dir: str | None = None,
+) -> tuple[DataFrame, dict]:
+    """Run HDWM on ``refs`` and return ``(links_df, metrics)``.
+
+    Args:
+        spark: the session.
+        refs: DataFrame (``record_id``, ``text``[, ``truth_entity``]).
+        profile: a ``LinkageProfile`` or a profile name/path.
+        checkpoint_dir: directory for reliable checkpoints (``sc.setCheckpointDir``);
+            without it local checkpoints are used.
+
+    Returns:
+        links_df (schema ``LINKS_SCHEMA``, checkpointed) and a metrics dict with
+        ``references, clusters, singletons, largest_cluster, iterations[...],
+        pairwise`` (None without truth) and ``seconds``.
+
+    Raises:
+        ValueError: ``refs`` lacks ``record_id``/``text`` or has duplicate record ids.
+        hdwm.config.ProfileError: invalid profile.
+        hdwm.closure.ClosureDidNotConverge: connected components did not converge.
+    """
+    t0 = time.time()
+    profile = load_profile(profile)
+    missing = {"record_id", "text"} - set(refs.columns)
+    if missing:
+        raise ValueError(f"refs lacks columns {sorted(missing)}")
+    if checkpoint_dir:
+        spark.sparkContext.setCheckpointDir(str(checkpoint_dir))
+
+    base_cols = [F.col("record_id").cast("string").alias("record_id"), F.col("text").cast("string").alias("text")]
+    if "truth_entity" in refs.columns:
+        base_cols.append(F.col("truth_entity").cast("string").alias("truth_entity"))
+    refs = _freeze(refs.select(*base_cols))
+    crow = refs.agg(F.count(F.lit(1)).alias("n"), F.countDistinct("record_id").alias("d")).first()
+    n_refs, n_ids = int(crow["n"]), int(crow["d"])
+    if n_ids != n_refs:
+        raise ValueError(f"record_id is not unique: {n_refs} rows, {n_ids} distinct ids")
+    _say(f"({time.time() - t0:.1f}s) profile={profile.name} references={n_refs} comparator={profile.comparator} "
+         f"beta={profile.beta} sigma={profile.sigma} mu={profile.mu} epsilon={profile.epsilon}")
+
+    tokens = tokenize(refs, profile)
+    freq = token_frequencies(tokens)
+    if profile.runGlobalCorrection:
+        cmap = _freeze(correction_map(freq, profile))
+        n_fix = cmap.count()
+        tokens = apply_corrections(tokens, cmap, profile.removeDuplicateTokens)
+        freq = token_frequencies(tokens)
+        _say(f"global correction: {n_fix} rare tokens replaced by a frequent token one edit away ({time.time() - t0:.1f}s since start)")
+    tokens = _freeze(tokens)
+    freq = _freeze(freq)
+    frow = freq.agg(
+        F.count(F.lit(1)).alias("n"), F.sum(F.when(F.col("freq") >= profile.sigma, 1).otherwise(0)).alias("s")
+    ).first()
+    n_tokens, stops = int(frow["n"]), int(frow["s"] or 0)
+    _say(f"distinct tokens={n_tokens} stop tokens (freq>={profile.sigma})={stops} ({time.time() - t0:.1f}s since start)")
+    ctokens = _freeze(comparison_tokens(tokens, freq, profile))
+
+    cache = spark.createDataFrame([], "id1 string, id2 string, score double")
+    assigned = spark.createDataFrame([], LINKS_SCHEMA)
+    mu, eps = float(profile.mu), float(profile.epsilon)
+    iterations: list[dict] = []
+    it = 0
+    n_assigned = 0
+    first_members = first_pairs = None
+    reblock = True
+    while mu <= 1.0 + 1e-9:
+        it += 1
+        ti = time.time()
+        n_active = n_refs - n_assigned
+        rec = {"iteration": it, "mu": mu, "epsilon": eps, "references": n_active, "blocks": 0,
+               "largest_block": 0, "pairs_compared": 0, "links": 0, "clusters": 0,
+               "accepted_clusters": 0, "mean_quality": None, "seconds": 0.0}
+        if n_active < 2:
+            rec["seconds"] = round(time.time() - ti, 2)
+            iterations.append(rec)
+            _say(f"iteration {it}: fewer than 2 references left, stop")
+            break
+        if first_members is None or reblock:
+            active = tokens.join(assigned.select("record_id"), "record_id", "left_anti")
+            br = build_blocks(active, freq, profile)
+            members = _freeze(br.members)
+            pairs = _freeze(br.pairs)
+            if first_members is None:
+                first_members, first_pairs = members, pairs
+        else:
+            # No block was split in iteration 1, so blocking the remaining
+            # references again gives exactly iteration 1's blocks and pairs
+            # restricted to them (frequencies are global): reuse, don't rebuild.
+            done = assigned.select("record_id")
+            members = first_members.join(done, "record_id", "left_anti")
+            members = _freeze(
+                members.withColumn("block_size", F.count(F.lit(1)).over(Window.partitionBy("block_key")))
+                .filter(F.col("block_size") >= 2)
+            )
+            pairs = _freeze(
+                first_pairs.join(done.withColumnRenamed("record_id", "id1"), "id1", "left_anti")
+                .join(done.withColumnRenamed("record_id", "id2"), "id2", "left_anti")
+                .select("id1", "id2")
+            )
+        bs = block_stats(members, profile)
+        if it == 1:
+            reblock = bs["oversize_blocks"] > 0
+        n_pairs = pairs.count()
+        t_block = time.time()
+        rec.update(blocks=bs["blocks"], largest_block=bs["largest_block"], pairs_compared=n_pairs)
+        if n_pairs == 0:
+            rec["seconds"] = round(time.time() - ti, 2)
+            iterations.append(rec)
+            _say(f"iteration {it}: mu={mu:.2f} no candidate pairs, stop")
+            break
+        new_pairs = pairs.join(cache.select("id1", "id2"), ["id1", "id2"], "left_anti")
+        cache = _freeze(cache.unionByName(score_pairs(new_pairs, ctokens, profile)))
+        links = _freeze(pairs.join(cache, ["id1", "id2"]).filter(F.col("score") >= mu - 1e-12))
+        n_links = links.count()
+        t_score = time.time()
+        rec["links"] = n_links
+        if n_links == 0:
+            rec["seconds"] = round(time.time() - ti, 2)
+            iterations.append(rec)
+            _say(f"iteration {it}: mu={mu:.2f} refs={n_active} blocks={bs['blocks']} "
+                 f"pairs={n_pairs} links=0, stop")
+            break
+        comps, rounds = connected_components(
+            links, checkpoint_interval=profile.ccCheckpointInterval, max_rounds=profile.ccMaxRounds
+        )
+        comps = _freeze(comps.withColumnRenamed("component", "cluster_id"))
+        t_cc = time.time()
+        q = _freeze(cluster_quality(comps, tokens))
+        qrow = q.agg(
+            F.count(F.lit(1)).alias("clusters"),
+            F.sum(F.when(F.col("quality") >= eps - 1e-12, 1).otherwise(0)).alias("accepted"),
+            F.avg("quality").alias("mean_quality"),
+            F.sum(F.when(F.col("quality") >= eps - 1e-12, F.col("cluster_size")).otherwise(0)).alias("acc_refs"),
+        ).first()
+        n_assigned += int(qrow["acc_refs"] or 0)
+        rec.update(clusters=int(qrow["clusters"]), accepted_clusters=int(qrow["accepted"] or 0),
+                   mean_quality=round(float(qrow["mean_quality"]), 4) if qrow["mean_quality"] is not None else None)
+        accepted = q.filter(F.col("quality") >= eps - 1e-12)
+        new_assign = comps.join(accepted, "cluster_id").select(
+            "record_id", "cluster_id", F.lit(it).cast("int").alias("iteration"),
+            F.lit(mu).cast("double").alias("mu"), "quality", "cluster_size",
+        )
+        assigned = _freeze(assigned.unionByName(new_assign))
+        rec["seconds"] = round(time.time() - ti, 2)
+        iterations.append(rec)
+        _say(
+            f"iteration {it}: mu={mu:.2f} eps={eps:.2f} refs={n_active} blocks={bs['blocks']} "
+            f"largest_block={bs['largest_block']} oversize_blocks={bs['oversize_blocks']} "
+            f"pairs={n_pairs} links={n_links} cc_rounds={rounds} clusters={rec['clusters']} "
+            f"accepted={rec['accepted_clusters']} mean_quality={rec['mean_quality']} "
+            f"({rec['seconds']}s: blocking {t_block - ti:.1f}s, scoring {t_score - t_block:.1f}s, "
+            f"components {t_cc - t_score:.1f}s, quality {time.time() - t_cc:.1f}s)"
+        )
+        mu = round(mu + profile.muIterate, 2)
+        eps = round(min(1.0, eps + profile.epsilonIterate), 2)
+    else:
+        _say(f"mu={mu:.2f} > 1, stop")
+
+    singles = refs.join(assigned.select("record_id"), "record_id", "left_anti").select(
+        "record_id", F.col("record_id").alias("cluster_id"), F.lit(0).cast("int").alias("iteration"),
+        F.lit(None).cast("double").alias("mu"), F.lit(1.0).alias("quality"), F.lit(1).cast("int").alias("cluster_size"),
+    )
+    links_df = _freeze(assigned.unionByName(singles))
+    summary = links_df.agg(
+        F.count(F.lit(1)).alias("refs"),
+        F.countDistinct("cluster_id").alias("clusters"),
+        F.sum(F.when(F.col("cluster_size") == 1, 1).otherwise(0)).alias("singletons"),
+        F.max("cluster_size").alias("largest"),
+    ).first()
+    pairwise = None
+    if "truth_entity" in refs.columns:
+        pairwise = pairwise_metrics(links_df.join(refs.select("record_id", "truth_entity"), "record_id"))
+    metrics = {
+        "references": int(summary["refs"]),
+        "clusters": int(summary["clusters"]),
+        "singletons": int(summary["singletons"] or 0),
+        "largest_cluster": int(summary["largest"] or 0),
+        "iterations": iterations,
+        "pairwise": pairwise,
+        "seconds": round(time.time() - t0, 2),
+    }
+    _say(f"done: references={metrics['references']} clusters={metrics['clusters']} "
+         f"singletons={metrics['singletons']} largest={metrics['largest_cluster']} "
+         f"pairwise={pairwise} seconds={metrics['seconds']}")
+    return links_df, metrics
+
+
+def clusters_of(links_df: DataFrame) -> DataFrame:
+    """One row per cluster: (``cluster_id``, ``cluster_size``, ``quality``, ``iteration``)."""
+    return links_df.groupBy("cluster_id").agg(
+        F.first("cluster_size").alias("cluster_size"),
+        F.first("quality").alias("quality"),
+        F.first("iteration").alias("iteration"),
+    )

@@ -1,0 +1,89 @@
+"""Tokeniser, frequency table, global correction and blocking (with the size cap)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hdwm.blocking import block_stats, build_blocks
+from hdwm.config import LinkageProfile
+from hdwm.frequency import apply_corrections, correction_map, token_frequencies
+from hdwm.tokenizer import tokenize
+
+pytestmark = pytest.mark.spark
+
+
+def _toks(spark, text, **kw):
+    prof = LinkageProfile(beta=4, sigma=10, **kw)
+    df = spark.createDataFrame([("r1", text)], "record_id string, text string")
+    return tokenize(df, prof).first().tokens
+
+
+def test_splitter_upper_cases_and_splits_on_non_word(spark):
+    assert _toks(spark, "barbaar,myers-christian, 3536 N. Berlin_Ave") == [
+        "BARBAAR", "MYERS", "CHRISTIAN", "3536", "N", "BERLIN", "AVE"]
+    assert _toks(spark, None) == []
+    assert _toks(spark, "  ,, ") == []
+
+
+def test_remove_duplicate_tokens_keeps_first(spark):
+    assert _toks(spark, "a b a c b", removeDuplicateTokens=True) == ["A", "B", "C"]
+    assert _toks(spark, "a b a", removeDuplicateTokens=False) == ["A", "B", "A"]
+
+
+def test_compress_variants(spark):
+    assert _toks(spark, "ssn 010-52-5974 o'neil", tokenizerType="CompressNbr") == ["SSN", "010525974", "O", "NEIL"]
+    assert _toks(spark, "ssn 010-52-5974,o'neil", tokenizerType="Compress") == ["SSN", "010525974", "ONEIL"]
+
+
+def test_frequency_and_global_correction(spark):
+    prof = LinkageProfile(beta=4, sigma=10, runGlobalCorrection=True, minFreqStdToken=3,
+                          maxFreqErrToken=1, minLenStdToken=3)
+    rows = [("r1", ["SMITH", "12345"]), ("r2", ["SMITH", "12345"]), ("r3", ["SMITH"]),
+            ("r4", ["SMIHT", "12346"]), ("r5", ["SMYTHE"]), ("r6", [])]
+    tokens = spark.createDataFrame(rows, "record_id string, tokens array<string>")
+    freq = {r.token: r.freq for r in token_frequencies(tokens).collect()}
+    assert freq == {"SMITH": 3, "12345": 2, "SMIHT": 1, "12346": 1, "SMYTHE": 1}
+    cmap = correction_map(token_frequencies(tokens), prof)
+    # SMIHT is one transposition away; SMYTHE is two edits; digits are never corrected
+    assert {r.token: r.replacement for r in cmap.collect()} == {"SMIHT": "SMITH"}
+    fixed = {r.record_id: r.tokens for r in apply_corrections(tokens, cmap, True).collect()}
+    assert fixed["r4"] == ["SMITH", "12346"] and fixed["r6"] == [] and len(fixed) == 6
+
+
+def _refs(spark, rows):
+    return spark.createDataFrame(rows, "record_id string, tokens array<string>")
+
+
+def test_blocking_tokens_single_and_pairs(spark):
+    rows = [("a", ["JONES", "MAPLE", "12", "ST"]), ("b", ["JONES", "MAPLE", "12"]),
+            ("c", ["JONES", "OAKS"]), ("d", ["ALPHA", "OAKS"]), ("e", ["COMMON"]),
+            ("f", ["COMMON"]), ("g", ["COMMON"])]
+    tokens = _refs(spark, rows)
+    freq = token_frequencies(tokens)
+    # single tokens: beta=3 keeps JONES(3), MAPLE(2), OAKS(2), COMMON(3); 12 numeric, ST short
+    prof = LinkageProfile(beta=3, sigma=10, minBlkTokenLen=3, excludeNumericBlocks=True)
+    pairs = {tuple(r) for r in build_blocks(tokens, freq, prof).pairs.collect()}
+    assert pairs == {("a", "b"), ("a", "c"), ("b", "c"), ("c", "d"), ("e", "f"), ("e", "g"), ("f", "g")}
+    # pairs of tokens: only a,b share two blocking tokens (JONES+MAPLE)
+    prof2 = prof.model_copy(update={"blockByPairs": True})
+    br = build_blocks(tokens, freq, prof2)
+    assert {tuple(r) for r in br.pairs.collect()} == {("a", "b")}
+    assert block_stats(br.members, prof2) == {"blocks": 1, "largest_block": 2, "oversize_blocks": 0}
+    # beta=2 drops JONES and COMMON (freq 3)
+    prof3 = LinkageProfile(beta=2, sigma=10, minBlkTokenLen=3, excludeNumericBlocks=False)
+    pairs3 = {tuple(r) for r in build_blocks(tokens, freq, prof3).pairs.collect()}
+    assert pairs3 == {("a", "b"), ("c", "d")}  # MAPLE, 12 (numeric allowed, len 2 < 3 so no), OAKS
+
+
+def test_block_cap_splits_oversize_blocks(spark):
+    rows = [(f"r{i}", ["ALPHA"]) for i in range(7)]
+    tokens = _refs(spark, rows)
+    freq = token_frequencies(tokens)
+    uncapped = LinkageProfile(beta=10, sigma=20, minBlkTokenLen=3, maxBlockSize=100)
+    assert build_blocks(tokens, freq, uncapped).pairs.count() == 21
+    capped = uncapped.model_copy(update={"maxBlockSize": 3})
+    br = build_blocks(tokens, freq, capped)
+    sub_sizes = sorted(r["count"] for r in br.members.groupBy("block_key", "sub_block").count().collect())
+    assert sub_sizes == [2, 2, 3]  # ceil(7/3)=3 sub-blocks, round-robin
+    assert br.pairs.count() == 1 + 1 + 3
+    assert block_stats(br.members, capped) == {"blocks": 1, "largest_block": 7, "oversize_blocks": 1}
