@@ -45,6 +45,10 @@ def spark():
     session.sparkContext.setLogLevel("WARN")
     yield session
     session.stop()
+    # py4j logs from __del__ after pytest closed its capture streams; keep it quiet.
+    import logging
+
+    logging.getLogger("py4j").setLevel(logging.ERROR)
 
 
 # --------------------------------------------------------------------------
