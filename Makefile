@@ -12,6 +12,10 @@ BIN         := $(VENV)/bin
 STAMP       := $(VENV)/.washline-installed
 DEMO_DS     ?= 2025-01-01
 DEMO_SET    ?= febrl3
+AIRFLOW_PORT ?= 8080
+AIRFLOW_USER ?= admin
+RUN_DIR      = $(AIRFLOW_HOME)/run
+SERVICES     = api-server scheduler dag-processor triggerer
 
 # Repo-local Airflow; nothing is written outside the clone.
 export AIRFLOW_HOME                    ?= $(REPO)/.airflow
@@ -30,11 +34,13 @@ export PYTHONUNBUFFERED := 1
 export AIRFLOW_CONN_SPARK_DEFAULT      ?= {"conn_type":"spark","host":"local[*]","extra":{"deploy-mode":"client"}}
 export AIRFLOW_CONN_WASHLINE_STAGING   ?= {"conn_type":"sqlite","host":"$(WASHLINE_DATA)/staging/washline.db"}
 
-.PHONY: help venv airflow-home land demo test test-fast env clean
+.PHONY: help venv airflow-home land demo test test-fast env up down clean
 
 help:
 	@echo "make demo   # land FEBRL3 and run washline_nightly for $(DEMO_DS) with airflow dags test"
 	@echo "make test   # run the whole test suite"
+	@echo "make up     # Airflow as a local service (UI/API on http://127.0.0.1:$(AIRFLOW_PORT))"
+	@echo "make down   # stop it"
 	@echo "make clean  # remove .venv, .airflow and data/"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -65,6 +71,34 @@ test: airflow-home
 
 test-fast: airflow-home
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+# Airflow as a local service: api-server (UI + REST + execution API), scheduler
+# with LocalExecutor, dag-processor and triggerer, listening on 127.0.0.1 only.
+# Tasks call back to the execution API, so its URL must match the port.
+up: airflow-home
+	@mkdir -p $(RUN_DIR)
+	@export AIRFLOW__API__HOST=127.0.0.1 AIRFLOW__API__PORT=$(AIRFLOW_PORT) AIRFLOW__API__WORKERS=1 \
+	  AIRFLOW__CORE__EXECUTION_API_SERVER_URL=http://127.0.0.1:$(AIRFLOW_PORT)/execution/ \
+	  AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=$(AIRFLOW_USER):admin; \
+	for svc in $(SERVICES); do \
+	  if [ -f $(RUN_DIR)/$$svc.pid ] && kill -0 $$(cat $(RUN_DIR)/$$svc.pid) 2>/dev/null; then \
+	    echo "$$svc already running (pid $$(cat $(RUN_DIR)/$$svc.pid))"; continue; fi; \
+	  setsid $(BIN)/airflow $$svc > $(RUN_DIR)/$$svc.log 2>&1 < /dev/null & echo $$! > $(RUN_DIR)/$$svc.pid; \
+	done
+	@$(BIN)/python -m washline.service wait --url http://127.0.0.1:$(AIRFLOW_PORT)/api/v2/version --timeout 180 || \
+	  (echo "api-server did not come up; see $(RUN_DIR)/api-server.log"; tail -n 30 $(RUN_DIR)/api-server.log; exit 1)
+	@echo "Airflow is up: http://127.0.0.1:$(AIRFLOW_PORT)  user $(AIRFLOW_USER), password in $(AIRFLOW_HOME)/simple_auth_manager_passwords.json.generated"
+	@echo "logs: $(RUN_DIR)/*.log   stop with: make down"
+
+down:
+	@for svc in $(SERVICES); do \
+	  if [ -f $(RUN_DIR)/$$svc.pid ]; then pid=$$(cat $(RUN_DIR)/$$svc.pid); \
+	    kill -TERM -- -$$pid 2>/dev/null && echo "stopping $$svc (pid $$pid)"; fi; done; \
+	for i in $$(seq 1 30); do alive=0; for svc in $(SERVICES); do \
+	  [ -f $(RUN_DIR)/$$svc.pid ] && kill -0 $$(cat $(RUN_DIR)/$$svc.pid) 2>/dev/null && alive=1; done; \
+	  [ $$alive = 0 ] && break; sleep 1; done; \
+	for svc in $(SERVICES); do [ -f $(RUN_DIR)/$$svc.pid ] && kill -KILL -- -$$(cat $(RUN_DIR)/$$svc.pid) 2>/dev/null; \
+	  rm -f $(RUN_DIR)/$$svc.pid; done; echo "Airflow stopped"
 
 # `eval "$$(make -s env)"` gives your shell the same Airflow settings as make.
 env:

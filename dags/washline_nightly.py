@@ -10,7 +10,7 @@ so rerunning a date replaces it and touches nothing else.
 | `cleanse` | Spark: landing CSVs for `ds` → curated Parquet + quarantine (bad rows with a reason) |
 | `link` | Spark: HDWM record linkage → link index (`record_id`, `cluster_id`, …) + `metrics.json` |
 | `load_staging` | replaces the `ds` slice of the staging tables, in one transaction |
-| `check_integrity` | database integrity check of the staging database (SQLite `integrity_check`, PostgreSQL amcheck) |
+| `check_integrity` | `DatabaseIntegrityCheckOperator`: SQLite `integrity_check`, PostgreSQL amcheck, SQL Server `DBCC CHECKDB`, Oracle `ANALYZE … VALIDATE STRUCTURE`; FAIL/ERROR block publish |
 | `check_quality` | Great Expectations suite `include/gx/staging_records.json` on the `ds` slice, Data Docs |
 | `publish` | atomic copy of the audited slice to the published tables; emits the `washline_published` asset |
 | `report` | run summary JSON (`lake/reports/<ds>/run_summary.json`); fails the run when nothing was published |
@@ -26,6 +26,7 @@ from datetime import datetime, timedelta, timezone
 
 from airflow.sdk import Asset, Param, dag, task
 
+from washline.integrity.operator import DatabaseIntegrityCheckOperator
 from washline.operators import SparkJobOperator
 
 DAG_ID = "washline_nightly"
@@ -76,12 +77,12 @@ def washline_nightly():
 
         return tasks.load_staging(get_current_context())
 
-    @task(retries=1)
-    def check_integrity():
-        from airflow.sdk import get_current_context
-        from washline import tasks
-
-        return tasks.check_integrity(get_current_context())
+    check_integrity = DatabaseIntegrityCheckOperator(
+        task_id="check_integrity",
+        conn_id="{{ params.staging_conn_id }}",
+        mode="full",
+        retries=1,
+    )
 
     @task(retries=0)
     def check_quality(cleanse_metrics: dict):
@@ -105,7 +106,7 @@ def washline_nightly():
         return tasks.report(get_current_context())
 
     loaded = load_staging()
-    checks = [check_integrity(), check_quality(cleanse.output)]
+    checks = [check_integrity, check_quality(cleanse.output)]
     summary = report()
     cleanse >> link >> loaded >> checks >> publish() >> summary
     checks >> summary

@@ -80,6 +80,13 @@ def job_arguments(job: str, paths: RunPaths, profile: str) -> list[str]:
     raise ValueError(f"unknown Spark job {job!r}; expected one of {JOBS}")
 
 
+def landing_files(paths: RunPaths) -> list[Path]:
+    """CSV files landed for the run's date: ``<landing>/<source>/<ds>/*.csv``."""
+    if not paths.landing.is_dir():
+        return []
+    return sorted(paths.landing.glob(f"*/{paths.ds}/*.csv"))
+
+
 def job_metrics_path(job: str, paths: RunPaths) -> Path:
     return paths.cleanse_metrics if job == "cleanse" else paths.link_metrics
 
@@ -122,6 +129,13 @@ class SparkJobOperator(SparkSubmitOperator):
         conf["spark.pyspark.python"] = os.environ.get("WASHLINE_PYSPARK_PYTHON", sys.executable)
         conf.update(self.conf or {})
         self.conf = conf
+        if self.job == "cleanse" and not landing_files(paths):
+            # Decision (documented in README): a night without input FAILS,
+            # without retries, so on-call sees a missing feed; nothing is
+            # published and the next date's run is not blocked.
+            from airflow.sdk.exceptions import AirflowFailException
+
+            raise AirflowFailException(f"no input for {paths.ds} in {paths.landing} (expected <source>/{paths.ds}/*.csv)")
         metrics_path = job_metrics_path(self.job, paths)
         metrics_path.unlink(missing_ok=True)  # never report a previous attempt's figures
         self.log.info("washline %s for ds=%s: %s", self.job, paths.ds, " ".join(self.application_args))

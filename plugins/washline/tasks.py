@@ -55,33 +55,6 @@ def load_staging(context: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
-def check_integrity(context: Mapping[str, Any], mode: str = "full") -> dict[str, Any]:
-    """Run the integrity check of the staging database; FAIL/ERROR fail the task.
-
-    The report is pushed to XCom under key ``report`` before any failure, so
-    the report task can say why nothing was published.
-
-    Raises:
-        AirflowFailException: verdict FAIL (no retry: corruption does not heal).
-        RuntimeError: verdict ERROR (retried: the check may not have run).
-    """
-    from airflow.sdk.exceptions import AirflowFailException
-
-    from washline.integrity import Verdict, run_check
-
-    report = run_check(staging_conn_id(context), mode=mode)
-    payload = report.to_dict()
-    context["ti"].xcom_push(key="report", value=payload)
-    log.info("%s", report.summary())
-    for finding in report.findings[:50]:
-        log.warning("  %s %s: %s", finding.code, finding.obj or "", finding.message)
-    if report.verdict is Verdict.FAIL:
-        raise AirflowFailException(f"integrity check FAIL: {report.summary()}; nothing will be published")
-    if report.verdict is Verdict.ERROR:
-        raise RuntimeError(f"integrity check ERROR (did not complete): {report.summary()}")
-    return payload
-
-
 def check_quality(context: Mapping[str, Any], expected_row_count: int) -> dict[str, Any]:
     """Validate the staging slice with the GX suite; a blocking result fails the task.
 

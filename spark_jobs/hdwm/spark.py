@@ -27,8 +27,8 @@ def get_spark(app_name: str, conf: Mapping[str, str] | None = None):
     """Return the active SparkSession, or build one with washline's defaults.
 
     Under ``spark-submit`` the master and resources come from the command line
-    (the Airflow ``spark_default`` connection); settings given there win over
-    ``DEFAULT_CONF``. Outside spark-submit (tests, ``python -m hdwm``) the
+    (the Airflow ``spark_default`` connection); settings given there, and in
+    ``conf``, win over ``DEFAULT_CONF`` (all of which are runtime SQL settings). Outside spark-submit (tests, ``python -m hdwm``) the
     master is ``$WASHLINE_SPARK_MASTER`` or ``local[2]``.
 
     Args:
@@ -43,10 +43,13 @@ def get_spark(app_name: str, conf: Mapping[str, str] | None = None):
     builder = SparkSession.builder.appName(app_name)
     if "SPARK_SUBMIT_PROCESSED" not in os.environ and not os.environ.get("SPARK_ENV_LOADED"):
         builder = builder.master(os.environ.get("WASHLINE_SPARK_MASTER", "local[2]"))
-    merged = dict(DEFAULT_CONF)
-    merged.update(conf or {})
-    for key, value in merged.items():
+    for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    # Settings passed to spark-submit (--conf) take precedence over defaults.
+    # A default applies only where nobody chose a value: settings passed to
+    # spark-submit (--conf, the Airflow connection) or in ``conf`` win.
+    submitted = spark.sparkContext.getConf()
+    for key, value in DEFAULT_CONF.items():
+        if key not in (conf or {}) and not submitted.contains(key):
+            spark.conf.set(key, value)
     return spark

@@ -72,3 +72,14 @@ def test_nightly_shape(dagbag):
     assert set(dag.params.keys()) == {"input_folder", "staging_conn_id", "profile"}
     outlets = dag.get_task("publish").outlets
     assert [a.name for a in outlets] == ["washline_published"]
+
+
+def test_plugins_manager_does_not_import_the_washline_package():
+    """Airflow's plugins manager imports every .py under plugins/ as a top-level
+    module named after the file (integrity/operator.py would shadow the stdlib
+    `operator`); plugins/.airflowignore must keep it out of washline/."""
+    from airflow.sdk._shared.module_loading import find_path_from_directory
+
+    plugins = DAGS_DIR.parent / "plugins"
+    found = [p for p in find_path_from_directory(str(plugins), ".airflowignore", "glob") if p.endswith(".py")]
+    assert not [p for p in found if "/washline/" in p], found

@@ -10,6 +10,7 @@ index content matches table content (and UNIQUE constraints).
 from __future__ import annotations
 
 import sqlite3
+import time
 from typing import Any
 
 from washline.integrity.report import Finding, IntegrityReport, Verdict, utcnow
@@ -41,12 +42,19 @@ def parse_rows(rows: list[str], max_errors: int = MAX_ERRORS) -> tuple[list[Find
     return findings, len(rows) >= max_errors
 
 
-def check(hook: Any, mode: str = "full", max_errors: int = MAX_ERRORS) -> IntegrityReport:
+def check(hook: Any, mode: str = "full", max_errors: int = MAX_ERRORS,
+          timeout_s: float | None = None) -> IntegrityReport:
     """Run the pragma on the database behind a ``SqliteHook``.
 
+    Args:
+        max_errors: N of the pragma; N rows back marks the report truncated.
+        timeout_s: wall-seconds limit; the pragma is interrupted after it
+            (a progress handler) and the verdict is ERROR.
+
     Returns:
-        IntegrityReport: PASS on ``ok``; FAIL with one finding per message;
-        ERROR when the file cannot be opened or read as a database.
+        IntegrityReport: PASS on ``ok``; FAIL with one finding per message,
+        or when the file is "malformed"/"not a database"; ERROR when the
+        file cannot be opened, or the check was interrupted.
     """
     pragma = "integrity_check" if mode == "full" else "quick_check"
     command = f"PRAGMA {pragma}({int(max_errors)})"
@@ -57,18 +65,22 @@ def check(hook: Any, mode: str = "full", max_errors: int = MAX_ERRORS) -> Integr
         database = hook.get_uri()
         conn = hook.get_conn()
         try:
+            if timeout_s:
+                deadline = time.monotonic() + float(timeout_s)
+                conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
             rows = [r[0] for r in conn.execute(command).fetchall()]
         finally:
             conn.close()
+    except sqlite3.OperationalError as exc:
+        if "interrupt" in str(exc):
+            return IntegrityReport(
+                engine="sqlite", database=database, mode=mode, command=command, verdict=Verdict.ERROR,
+                started_at=started, ended_at=utcnow(), coverage=coverage,
+                error=f"time limit of {timeout_s} s reached; the check did not finish",
+            )
+        return _db_error(exc, database, mode, command, started, coverage)
     except sqlite3.DatabaseError as exc:
-        # "file is not a database" / "database disk image is malformed" on open
-        # or read: the file is damaged beyond what the pragma can walk.
-        return IntegrityReport(
-            engine="sqlite", database=database, mode=mode, command=command,
-            verdict=Verdict.FAIL if "malformed" in str(exc) or "not a database" in str(exc) else Verdict.ERROR,
-            started_at=started, ended_at=utcnow(), coverage=coverage,
-            findings=[Finding(code="sqlite_error", message=str(exc))], error=str(exc),
-        )
+        return _db_error(exc, database, mode, command, started, coverage)
     except Exception as exc:  # could not run at all: never a pass
         return IntegrityReport(
             engine="sqlite", database=database, mode=mode, command=command, verdict=Verdict.ERROR,
@@ -80,4 +92,18 @@ def check(hook: Any, mode: str = "full", max_errors: int = MAX_ERRORS) -> Integr
         verdict=Verdict.FAIL if findings else Verdict.PASS,
         started_at=started, ended_at=utcnow(), findings=findings,
         consistency_errors=len(findings), coverage=coverage, truncated=truncated,
+    )
+
+
+def _db_error(exc: sqlite3.DatabaseError, database: str, mode: str, command: str, started: Any,
+              coverage: list[str]) -> IntegrityReport:
+    """FAIL for a damaged file ("malformed", "not a database": the pragma
+    cannot even walk it); ERROR otherwise (e.g. unable to open)."""
+    damaged = "malformed" in str(exc) or "not a database" in str(exc)
+    return IntegrityReport(
+        engine="sqlite", database=database, mode=mode, command=command,
+        verdict=Verdict.FAIL if damaged else Verdict.ERROR,
+        started_at=started, ended_at=utcnow(), coverage=coverage,
+        findings=[Finding(code="sqlite_error", message=str(exc), severity="CRITICAL")] if damaged else [],
+        consistency_errors=1 if damaged else 0, error=str(exc),
     )

@@ -1,0 +1,351 @@
+"""SQL Server integrity checks with ``DBCC CHECKDB ... WITH TABLERESULTS``.
+
+The command always carries ``NO_INFOMSGS, ALL_ERRORMSGS, TABLERESULTS`` and
+optionally ``PHYSICAL_ONLY``, ``DATA_PURITY``, ``EXTENDED_LOGICAL_CHECKS``,
+``TABLOCK``, ``MAXDOP = n`` and (as the database argument) ``NOINDEX``.
+Invalid combinations are refused before anything runs, as Ola Hallengren's
+DatabaseIntegrityCheck does: ``PHYSICAL_ONLY`` with ``DATA_PURITY``, and
+``PHYSICAL_ONLY`` with ``EXTENDED_LOGICAL_CHECKS``.
+
+Verdict rules (the error rows decide, never the 8989 summary alone):
+
+* error rows (level > 10, not a summary message) → FAIL; a level ≥ 20 row
+  (e.g. 824, incorrect checksum) is CRITICAL and FAIL even after a 0/0 summary;
+* only 2508 (page/row counts off; ``DBCC UPDATEUSAGE`` fixes them) → WARN;
+* 2570 (value out of range for its type) → FAIL, not repairable by DBCC;
+* an index-only finding (index id ≥ 2) without a server repair level
+  carries ``REPAIR_REBUILD``;
+* no 8989 summary row, a timeout or a killed session → ERROR.
+
+``TABLERESULTS`` layouts: SQL Server 2012+ returns 23 columns; older servers
+omit ``DbFragId``, ``RidDbId``, ``RidPruId``, ``RefDbId``, ``RefPruId`` (18
+columns). Columns are read by name when the cursor gives names, otherwise by
+position for either width. ``PartitionId`` / ``AllocUnitId`` are 64-bit and
+kept as Python ints.
+
+Sources: Microsoft Learn "DBCC CHECKDB (Transact-SQL)" and "MSSQLSERVER_8989"
+/ "_824" / "_2508" / "_2570"; Ola Hallengren, DatabaseIntegrityCheck.
+pymssql surfaces informational messages only through a message handler, so
+this module relies on ``TABLERESULTS`` rows alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from washline.integrity.report import Finding, IntegrityReport, Verdict, error_report, utcnow
+
+COLUMNS_2012 = (
+    "Error", "Level", "State", "MessageText", "RepairLevel", "Status", "DbId", "DbFragId", "ObjectId",
+    "IndexId", "PartitionId", "AllocUnitId", "RidDbId", "RidPruId", "File", "Page", "Slot", "RefDbId",
+    "RefPruId", "RefFile", "RefPage", "RefSlot", "Allocation",
+)
+COLUMNS_LEGACY = tuple(c for c in COLUMNS_2012 if c not in ("DbFragId", "RidDbId", "RidPruId", "RefDbId", "RefPruId"))
+#: Older servers name two columns differently.
+ALIASES = {"id": "objectid", "indid": "indexid"}
+
+SUMMARY_DB = 8989       # CHECKDB found a allocation errors and c consistency errors in database …
+SUMMARY_TABLE = 8990    # … in table …
+MIN_REPAIR_MSG = 8958   # <level> is the minimum repair level for the errors found …
+WARNING_ONLY = {2508}   # counts off; DBCC UPDATEUSAGE
+NOT_REPAIRABLE = {2570}  # data purity: update the value
+REPAIR_ORDER = ("REPAIR_REBUILD", "REPAIR_ALLOW_DATA_LOSS")
+
+SUMMARY_RE = re.compile(r"found (\d+) allocation errors and (\d+) consistency errors", re.I)
+REPAIR_RE = re.compile(r"(repair_\w+) is the minimum repair level", re.I)
+
+COVERAGE = {
+    "PHYSICAL_ONLY": "logical checks (index versus data, catalog, allocation consistency), DATA_PURITY column values",
+    "NOINDEX": "nonclustered indexes of user tables",
+    "no DATA_PURITY": "column-value purity on databases upgraded from SQL Server 2000 or older "
+                      "(on by default for databases created on 2005 or later)",
+    "no EXTENDED_LOGICAL_CHECKS": "indexed views, XML and spatial indexes (logical consistency)",
+}
+
+
+class InvalidOptions(ValueError):
+    """A DBCC CHECKDB option combination that SQL Server (or Ola) refuses."""
+
+
+@dataclass(frozen=True)
+class CheckDbOptions:
+    """``DBCC CHECKDB`` options (Ola's Y/N switches).
+
+    ``maxdop`` is the degree of parallelism (0 = server default, 1–64).
+    """
+
+    physical_only: bool = False
+    data_purity: bool = False
+    extended_logical_checks: bool = False
+    noindex: bool = False
+    tablock: bool = False
+    maxdop: int | None = None
+
+    def validate(self) -> None:
+        """Raises InvalidOptions for a combination that must not run."""
+        if self.physical_only and self.data_purity:
+            raise InvalidOptions("PHYSICAL_ONLY cannot be combined with DATA_PURITY")
+        if self.physical_only and self.extended_logical_checks:
+            raise InvalidOptions("PHYSICAL_ONLY cannot be combined with EXTENDED_LOGICAL_CHECKS")
+        if self.maxdop is not None and (not isinstance(self.maxdop, int) or not 0 <= self.maxdop <= 64):
+            raise InvalidOptions(f"MAXDOP must be an integer 0–64, got {self.maxdop!r}")
+
+    def with_items(self) -> list[str]:
+        items = ["NO_INFOMSGS", "ALL_ERRORMSGS", "TABLERESULTS"]
+        if self.physical_only:
+            items.append("PHYSICAL_ONLY")
+        if self.data_purity:
+            items.append("DATA_PURITY")
+        if self.extended_logical_checks:
+            items.append("EXTENDED_LOGICAL_CHECKS")
+        if self.tablock:
+            items.append("TABLOCK")
+        if self.maxdop is not None:
+            items.append(f"MAXDOP = {int(self.maxdop)}")
+        return items
+
+    def coverage(self) -> list[str]:
+        out = []
+        if self.physical_only:
+            out.append(COVERAGE["PHYSICAL_ONLY"])
+        elif not self.data_purity:
+            out.append(COVERAGE["no DATA_PURITY"])
+        if self.noindex:
+            out.append(COVERAGE["NOINDEX"])
+        if not self.extended_logical_checks:
+            out.append(COVERAGE["no EXTENDED_LOGICAL_CHECKS"])
+        return out
+
+
+def quote_name(name: str) -> str:
+    """T-SQL ``QUOTENAME`` for a database name: ``[name]`` with ``]`` doubled.
+
+    Raises:
+        ValueError: empty, longer than 128 characters, or holding a control character.
+    """
+    if not name or len(name) > 128 or any(ord(ch) < 32 for ch in name):
+        raise ValueError(f"database name {name!r} is not allowed")
+    return "[" + name.replace("]", "]]") + "]"
+
+
+def build_command(database: str, options: CheckDbOptions) -> str:
+    """The exact ``DBCC CHECKDB`` text.
+
+    >>> build_command("StagingDB", CheckDbOptions(physical_only=True, maxdop=2))
+    'DBCC CHECKDB ([StagingDB]) WITH NO_INFOMSGS, ALL_ERRORMSGS, TABLERESULTS, PHYSICAL_ONLY, MAXDOP = 2'
+
+    Raises:
+        InvalidOptions: an invalid combination (checked before anything runs).
+    """
+    options.validate()
+    target = quote_name(database) + (", NOINDEX" if options.noindex else "")
+    return f"DBCC CHECKDB ({target}) WITH {', '.join(options.with_items())}"
+
+
+def rows_to_dicts(columns: Sequence[str] | None, rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
+    """Map TABLERESULTS rows to dicts keyed by lower-case 2012 column names.
+
+    Args:
+        columns: column names from ``cursor.description`` (either layout, any
+            case), or None to infer the layout from the row width (23 or 18).
+
+    Raises:
+        ValueError: unknown width without names, or no ``Error`` column.
+    """
+    out = []
+    names = None
+    if columns is not None:
+        names = [ALIASES.get(c.lower(), c.lower()) for c in columns]
+        if "error" not in names:
+            raise ValueError(f"not a DBCC TABLERESULTS result set: columns {list(columns)}")
+    for row in rows:
+        row = list(row)
+        if names is None:
+            layout = {23: COLUMNS_2012, 18: COLUMNS_LEGACY}.get(len(row))
+            if layout is None:
+                raise ValueError(f"DBCC TABLERESULTS row has {len(row)} columns; expected 23 or 18")
+            keys = [c.lower() for c in layout]
+        else:
+            keys = names
+        out.append(dict(zip(keys, row)))
+    return out
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _page(file_no: Any, page: Any) -> str | None:
+    return f"{_int(file_no)}:{_int(page)}" if _int(page) > 0 else None
+
+
+def _repair(value: Any) -> str | None:
+    text = str(value or "").strip().upper()
+    return text if text.startswith("REPAIR_") else None
+
+
+def evaluate(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Decide verdict, findings and counts from TABLERESULTS records (see module rules).
+
+    Returns:
+        dict with ``verdict`` (Verdict), ``findings``, ``allocation_errors``,
+        ``consistency_errors``, ``minimum_repair_level``,
+        ``repairable_by_dbcc`` and ``error`` (text or None).
+    """
+    findings: list[Finding] = []
+    summary: tuple[int, int] | None = None
+    server_repair: str | None = None
+    for rec in records:
+        number = _int(rec.get("error"))
+        level = _int(rec.get("level"))
+        text = str(rec.get("messagetext") or "")
+        if number == SUMMARY_DB:
+            m = SUMMARY_RE.search(text)
+            summary = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+            continue
+        if number == MIN_REPAIR_MSG:
+            m = REPAIR_RE.search(text)
+            server_repair = m.group(1).upper() if m else server_repair
+            continue
+        if number == SUMMARY_TABLE or level <= 10:
+            continue  # per-table summary and informational rows (2593 row counts, …)
+        index_id = _int(rec.get("indexid"))
+        object_id = _int(rec.get("objectid"))
+        repair = _repair(rec.get("repairlevel"))
+        if number in WARNING_ONLY:
+            severity = "WARNING"
+        elif level >= 20:
+            severity = "CRITICAL"
+        else:
+            severity = "ERROR"
+        repairable = False if number in NOT_REPAIRABLE else None
+        if repair is None and severity != "WARNING" and index_id >= 2 and number not in NOT_REPAIRABLE:
+            repair = "REPAIR_REBUILD"  # a nonclustered index can be rebuilt without data loss
+        findings.append(Finding(
+            code=str(number), message=text, severity=severity,
+            obj=str(object_id) if object_id else None, index=str(index_id) if index_id > 0 else None,
+            location=_page(rec.get("file"), rec.get("page")), ref_location=_page(rec.get("reffile"), rec.get("refpage")),
+            object_id=object_id or None, index_id=index_id if index_id >= 0 and object_id else None,
+            repair_level=repair, repairable=repairable,
+        ))
+    errors = [f for f in findings if f.severity in ("ERROR", "CRITICAL")]
+    levels = [f.repair_level for f in findings if f.repair_level] + ([server_repair] if server_repair else [])
+    known = [lv for lv in levels if lv in REPAIR_ORDER]
+    minimum = max(known, key=REPAIR_ORDER.index) if known else (levels[0] if levels else None)
+    allocation, consistency = summary or (0, 0)
+    if len(errors) > allocation + consistency:
+        consistency = len(errors) - allocation  # rows the summary did not count (e.g. 824)
+    error = None
+    if summary is None:
+        verdict, error = Verdict.ERROR, "no 8989 summary row: DBCC CHECKDB did not finish"
+    elif errors:
+        verdict = Verdict.FAIL
+    elif findings:
+        verdict = Verdict.WARN
+    elif allocation or consistency:
+        verdict = Verdict.FAIL  # summary counts errors whose rows were not returned
+    else:
+        verdict = Verdict.PASS
+    repairable = False if any(f.repairable is False for f in findings) else (True if minimum else None)
+    return {"verdict": verdict, "findings": findings, "allocation_errors": allocation,
+            "consistency_errors": consistency, "minimum_repair_level": minimum,
+            "repairable_by_dbcc": repairable, "error": error}
+
+
+def parse_dbinfo(columns: Sequence[str] | None, rows: Iterable[Sequence[Any]]) -> str | None:
+    """Last-known-good from ``DBCC DBINFO WITH TABLERESULTS`` rows.
+
+    The result set has columns ``ParentObject, Object, Field, VALUE``; the
+    field ``dbi_dbccLastKnownGood`` holds e.g. ``2025-01-01 02:13:07.450``.
+
+    Returns:
+        ISO-like text of the value, ``"never"`` for 1900-01-01, None when absent.
+    """
+    names = [c.lower() for c in (columns or ("ParentObject", "Object", "Field", "VALUE"))]
+    field_i, value_i = names.index("field"), names.index("value")
+    for row in rows:
+        if str(row[field_i]).strip() == "dbi_dbccLastKnownGood":
+            value = str(row[value_i]).strip()
+            return "never" if value.startswith("1900-01-01") else value.replace(" ", "T", 1)
+    return None
+
+
+def report_from_records(records: list[dict[str, Any]], *, database: str, mode: str, command: str,
+                        started, options: list[str], coverage: list[str],
+                        last_known_good: str | None = None) -> IntegrityReport:
+    """Build the IntegrityReport from parsed TABLERESULTS records."""
+    result = evaluate(records)
+    return IntegrityReport(
+        engine="mssql", database=database, mode=mode, command=command, verdict=result["verdict"],
+        started_at=started, ended_at=utcnow(), findings=result["findings"],
+        allocation_errors=result["allocation_errors"], consistency_errors=result["consistency_errors"],
+        minimum_repair_level=result["minimum_repair_level"], repairable_by_dbcc=result["repairable_by_dbcc"],
+        coverage=coverage, error=result["error"], last_known_good=last_known_good, options=options,
+    )
+
+
+def _fetch_all_sets(cursor: Any) -> list[tuple[list[str], list[tuple]]]:
+    """Every result set of the last statement as ``(column names, rows)``."""
+    sets = []
+    while True:
+        if cursor.description:
+            sets.append(([d[0] for d in cursor.description], list(cursor.fetchall())))
+        if not cursor.nextset():
+            return sets
+
+
+def check(hook: Any, mode: str = "full", options: CheckDbOptions | None = None,
+          timeout_s: float | None = None) -> IntegrityReport:
+    """Run ``DBCC CHECKDB`` on the connection's current database through an ``MsSqlHook``.
+
+    Args:
+        mode: ``"physical_only"`` adds ``PHYSICAL_ONLY``.
+        options: further options; validated before anything runs.
+        timeout_s: query timeout in seconds (pymssql ``query_timeout``); reaching it is ERROR.
+
+    Returns:
+        IntegrityReport (ERROR when the check could not run, timed out, the
+        session was killed, or no summary row came back).
+
+    Raises:
+        InvalidOptions: invalid option combination (nothing was sent).
+    """
+    opts = options or CheckDbOptions()
+    if mode == "physical_only" and not opts.physical_only:
+        opts = CheckDbOptions(**{**opts.__dict__, "physical_only": True})
+    opts.validate()
+    started = utcnow()
+    database, command = "mssql", "DBCC CHECKDB"
+    try:
+        conn = hook.get_conn()
+        try:
+            if timeout_s:
+                inner = getattr(conn, "_conn", None)
+                if inner is not None and hasattr(inner, "query_timeout"):
+                    inner.query_timeout = max(1, int(timeout_s))
+            cursor = conn.cursor()
+            cursor.execute("SELECT DB_NAME()")
+            database = cursor.fetchone()[0]
+            command = build_command(database, opts)
+            cursor.execute(command)
+            sets = _fetch_all_sets(cursor)
+            last_good = None
+            try:
+                cursor.execute("DBCC DBINFO WITH TABLERESULTS")
+                for cols, rows in _fetch_all_sets(cursor):
+                    last_good = parse_dbinfo(cols, rows) or last_good
+            except Exception:  # DBINFO needs sysadmin on some versions; the check itself stands
+                last_good = None
+        finally:
+            conn.close()
+    except Exception as exc:
+        return error_report("mssql", database, mode, command, started, f"{type(exc).__name__}: {exc}",
+                            options=opts.with_items(), coverage=opts.coverage())
+    records = [r for cols, rows in sets if any(c.lower() == "error" for c in cols) for r in rows_to_dicts(cols, rows)]
+    return report_from_records(records, database=database, mode=mode, command=command, started=started,
+                               options=opts.with_items(), coverage=opts.coverage(), last_known_good=last_good)
