@@ -16,7 +16,7 @@ so rerunning a date replaces it and touches nothing else.
 | `report` | run summary JSON (`lake/reports/<ds>/run_summary.json`); fails the run when nothing was published |
 
 Params: `input_folder` (landing root inside the data root), `staging_conn_id`
-(the target database's Airflow connection), `profile` (linkage profile in
+(the target database's Airflow connection), `staging_schema` (empty = default), `profile` (linkage profile in
 `include/config/`).
 """
 
@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from airflow.sdk import Asset, Param, dag, task
+from airflow.sdk import Param, dag, task
 
+from washline.assets import PUBLISHED
 from washline.integrity.operator import DatabaseIntegrityCheckOperator
 from washline.operators import SparkJobOperator
 
 DAG_ID = "washline_nightly"
-PUBLISHED = Asset(name="washline_published", uri="washline://staging/published")
 
 
 @dag(
@@ -56,6 +56,13 @@ PUBLISHED = Asset(name="washline_published", uri="washline://staging/published")
             pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,249}$",
             title="Target connection",
             description="Airflow connection of the staging database (sqlite, postgres, mssql or oracle).",
+        ),
+        "staging_schema": Param(
+            "",
+            type="string",
+            pattern=r"^([A-Za-z_][A-Za-z0-9_]{0,62})?$",
+            title="Staging schema",
+            description="Schema of the staging and published tables; empty = the connection's default (SQLite: main).",
         ),
         "profile": Param(
             "default",

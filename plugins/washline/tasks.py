@@ -36,6 +36,11 @@ def staging_conn_id(context: Mapping[str, Any]) -> str:
                          "staging connection id")
 
 
+def staging_schema(context: Mapping[str, Any]) -> str | None:
+    """The ``staging_schema`` Param, or None for the connection's default schema."""
+    return context["params"].get("staging_schema") or None
+
+
 def load_staging(context: Mapping[str, Any]) -> dict[str, Any]:
     """Replace the date's staging slice with the cleanse and link outputs."""
     from washline.staging.load import load_slice
@@ -50,6 +55,7 @@ def load_staging(context: Mapping[str, Any]) -> dict[str, Any]:
             "staging_clusters": paths.linked / "clusters",
         },
         load_id=context["run_id"],
+        schema=staging_schema(context),
     )
     log.info("loaded ds=%s into staging: %s", paths.ds, result["rows"])
     return result
@@ -79,10 +85,17 @@ def check_quality(context: Mapping[str, Any], expected_row_count: int) -> dict[s
 
 
 def publish(context: Mapping[str, Any]) -> dict[str, Any]:
-    """Atomically publish the audited staging slice of the date."""
+    """Atomically publish the audited staging slice of the date, and attach
+    ``ds``, ``load_id`` and row counts to the ``washline_published`` asset event."""
+    from washline.assets import PUBLISHED
     from washline.staging.publish import publish_slice
 
-    return publish_slice(staging_conn_id(context), run_ds(context))
+    ds = run_ds(context)
+    result = publish_slice(staging_conn_id(context), ds, schema=staging_schema(context))
+    events = context.get("outlet_events")
+    if events is not None:
+        events[PUBLISHED].extra = {"ds": ds, "load_id": result["load_id"], "rows": result["rows"]}
+    return result
 
 
 def report(context: Mapping[str, Any]) -> dict[str, Any]:

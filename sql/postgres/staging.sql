@@ -1,101 +1,104 @@
--- washline staging and published tables for PostgreSQL (idempotent).
--- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every table.
--- Text is TEXT (no length trap), dates DATE, timestamps TIMESTAMPTZ.
+-- washline staging and published tables for postgres (idempotent: safe to run again).
+-- GENERATED from plugins/washline/staging/spec.py by `python -m washline.staging.spec --write`;
+-- edit the spec, not this file. {schema} is replaced by the quoted schema and a dot, or by nothing.
+-- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every table; load_id names the load.
 
-CREATE TABLE IF NOT EXISTS staging_records (
-    ds            TEXT    NOT NULL,
-    load_id       TEXT    NOT NULL,
-    record_id     TEXT    NOT NULL,
-    source        TEXT    NOT NULL,
-    truth_entity  TEXT,
-    given_name    TEXT,
-    surname       TEXT,
-    street_number TEXT,
-    address_1     TEXT,
-    address_2     TEXT,
-    suburb        TEXT,
-    postcode      TEXT,
-    state         TEXT,
-    date_of_birth DATE,
-    soc_sec_id    TEXT,
-    source_file   TEXT,
-    line_number   BIGINT,
-    PRIMARY KEY (ds, source, record_id)
+CREATE TABLE IF NOT EXISTS {schema}staging_records (
+	ds VARCHAR(10) NOT NULL,
+	load_id VARCHAR(250) NOT NULL,
+	record_id VARCHAR(128) NOT NULL,
+	source VARCHAR(64) NOT NULL,
+	truth_entity VARCHAR(128),
+	given_name VARCHAR(200),
+	surname VARCHAR(200),
+	street_number VARCHAR(50),
+	address_1 VARCHAR(300),
+	address_2 VARCHAR(300),
+	suburb VARCHAR(200),
+	postcode VARCHAR(16),
+	state VARCHAR(64),
+	date_of_birth DATE,
+	soc_sec_id VARCHAR(64),
+	source_file VARCHAR(1024),
+	line_number BIGINT,
+	CONSTRAINT pk_staging_records PRIMARY KEY (ds, source, record_id)
+);
+CREATE INDEX IF NOT EXISTS ix_staging_records_rid ON {schema}staging_records (ds, record_id);
+
+CREATE TABLE IF NOT EXISTS {schema}staging_links (
+	ds VARCHAR(10) NOT NULL,
+	load_id VARCHAR(250) NOT NULL,
+	record_id VARCHAR(128) NOT NULL,
+	cluster_id VARCHAR(128) NOT NULL,
+	iteration INTEGER NOT NULL,
+	mu DOUBLE PRECISION,
+	quality DOUBLE PRECISION NOT NULL,
+	cluster_size INTEGER NOT NULL,
+	CONSTRAINT pk_staging_links PRIMARY KEY (ds, record_id)
+);
+CREATE INDEX IF NOT EXISTS ix_staging_links_cluster ON {schema}staging_links (ds, cluster_id);
+
+CREATE TABLE IF NOT EXISTS {schema}staging_clusters (
+	ds VARCHAR(10) NOT NULL,
+	load_id VARCHAR(250) NOT NULL,
+	cluster_id VARCHAR(128) NOT NULL,
+	cluster_size INTEGER NOT NULL,
+	quality DOUBLE PRECISION NOT NULL,
+	iteration INTEGER NOT NULL,
+	CONSTRAINT pk_staging_clusters PRIMARY KEY (ds, cluster_id)
 );
 
-CREATE TABLE IF NOT EXISTS staging_links (
-    ds           TEXT    NOT NULL,
-    load_id      TEXT    NOT NULL,
-    record_id    TEXT    NOT NULL,
-    cluster_id   TEXT    NOT NULL,
-    iteration    BIGINT NOT NULL,
-    mu           DOUBLE PRECISION,
-    quality      DOUBLE PRECISION    NOT NULL,
-    cluster_size BIGINT NOT NULL,
-    PRIMARY KEY (ds, record_id)
+CREATE TABLE IF NOT EXISTS {schema}published_records (
+	ds VARCHAR(10) NOT NULL,
+	load_id VARCHAR(250) NOT NULL,
+	record_id VARCHAR(128) NOT NULL,
+	source VARCHAR(64) NOT NULL,
+	truth_entity VARCHAR(128),
+	given_name VARCHAR(200),
+	surname VARCHAR(200),
+	street_number VARCHAR(50),
+	address_1 VARCHAR(300),
+	address_2 VARCHAR(300),
+	suburb VARCHAR(200),
+	postcode VARCHAR(16),
+	state VARCHAR(64),
+	date_of_birth DATE,
+	soc_sec_id VARCHAR(64),
+	source_file VARCHAR(1024),
+	line_number BIGINT,
+	CONSTRAINT pk_published_records PRIMARY KEY (ds, source, record_id)
 );
-CREATE INDEX IF NOT EXISTS ix_staging_links_cluster ON staging_links (ds, cluster_id);
+CREATE INDEX IF NOT EXISTS ix_published_records_rid ON {schema}published_records (ds, record_id);
 
-CREATE TABLE IF NOT EXISTS staging_clusters (
-    ds           TEXT    NOT NULL,
-    load_id      TEXT    NOT NULL,
-    cluster_id   TEXT    NOT NULL,
-    cluster_size BIGINT NOT NULL,
-    quality      DOUBLE PRECISION    NOT NULL,
-    iteration    BIGINT NOT NULL,
-    PRIMARY KEY (ds, cluster_id)
+CREATE TABLE IF NOT EXISTS {schema}published_links (
+	ds VARCHAR(10) NOT NULL,
+	load_id VARCHAR(250) NOT NULL,
+	record_id VARCHAR(128) NOT NULL,
+	cluster_id VARCHAR(128) NOT NULL,
+	iteration INTEGER NOT NULL,
+	mu DOUBLE PRECISION,
+	quality DOUBLE PRECISION NOT NULL,
+	cluster_size INTEGER NOT NULL,
+	CONSTRAINT pk_published_links PRIMARY KEY (ds, record_id)
 );
+CREATE INDEX IF NOT EXISTS ix_published_links_cluster ON {schema}published_links (ds, cluster_id);
 
-CREATE TABLE IF NOT EXISTS published_records (
-    ds            TEXT    NOT NULL,
-    load_id       TEXT    NOT NULL,
-    record_id     TEXT    NOT NULL,
-    source        TEXT    NOT NULL,
-    truth_entity  TEXT,
-    given_name    TEXT,
-    surname       TEXT,
-    street_number TEXT,
-    address_1     TEXT,
-    address_2     TEXT,
-    suburb        TEXT,
-    postcode      TEXT,
-    state         TEXT,
-    date_of_birth DATE,
-    soc_sec_id    TEXT,
-    source_file   TEXT,
-    line_number   BIGINT,
-    PRIMARY KEY (ds, source, record_id)
-);
-
-CREATE TABLE IF NOT EXISTS published_links (
-    ds           TEXT    NOT NULL,
-    load_id      TEXT    NOT NULL,
-    record_id    TEXT    NOT NULL,
-    cluster_id   TEXT    NOT NULL,
-    iteration    BIGINT NOT NULL,
-    mu           DOUBLE PRECISION,
-    quality      DOUBLE PRECISION    NOT NULL,
-    cluster_size BIGINT NOT NULL,
-    PRIMARY KEY (ds, record_id)
-);
-CREATE INDEX IF NOT EXISTS ix_published_links_cluster ON published_links (ds, cluster_id);
-
-CREATE TABLE IF NOT EXISTS published_clusters (
-    ds           TEXT    NOT NULL,
-    load_id      TEXT    NOT NULL,
-    cluster_id   TEXT    NOT NULL,
-    cluster_size BIGINT NOT NULL,
-    quality      DOUBLE PRECISION    NOT NULL,
-    iteration    BIGINT NOT NULL,
-    PRIMARY KEY (ds, cluster_id)
+CREATE TABLE IF NOT EXISTS {schema}published_clusters (
+	ds VARCHAR(10) NOT NULL,
+	load_id VARCHAR(250) NOT NULL,
+	cluster_id VARCHAR(128) NOT NULL,
+	cluster_size INTEGER NOT NULL,
+	quality DOUBLE PRECISION NOT NULL,
+	iteration INTEGER NOT NULL,
+	CONSTRAINT pk_published_clusters PRIMARY KEY (ds, cluster_id)
 );
 
-CREATE TABLE IF NOT EXISTS publish_log (
-    ds           TEXT NOT NULL,
-    load_id      TEXT NOT NULL,
-    published_at TIMESTAMPTZ NOT NULL,
-    records      BIGINT NOT NULL,
-    links        BIGINT NOT NULL,
-    clusters     BIGINT NOT NULL,
-    PRIMARY KEY (ds, load_id)
+CREATE TABLE IF NOT EXISTS {schema}publish_log (
+	ds VARCHAR(10) NOT NULL,
+	load_id VARCHAR(250) NOT NULL,
+	published_at TIMESTAMP WITH TIME ZONE NOT NULL,
+	records BIGINT NOT NULL,
+	links BIGINT NOT NULL,
+	clusters BIGINT NOT NULL,
+	CONSTRAINT pk_publish_log PRIMARY KEY (ds, load_id)
 );

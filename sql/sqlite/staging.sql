@@ -1,101 +1,104 @@
--- washline staging and published tables for SQLite (idempotent).
--- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every table.
--- Dates are ISO-8601 TEXT; timestamps are ISO-8601 TEXT in UTC.
+-- washline staging and published tables for sqlite (idempotent: safe to run again).
+-- GENERATED from plugins/washline/staging/spec.py by `python -m washline.staging.spec --write`;
+-- edit the spec, not this file. {schema} is replaced by the quoted schema and a dot, or by nothing.
+-- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every table; load_id names the load.
 
-CREATE TABLE IF NOT EXISTS staging_records (
-    ds            TEXT    NOT NULL,
-    load_id       TEXT    NOT NULL,
-    record_id     TEXT    NOT NULL,
-    source        TEXT    NOT NULL,
-    truth_entity  TEXT,
-    given_name    TEXT,
-    surname       TEXT,
-    street_number TEXT,
-    address_1     TEXT,
-    address_2     TEXT,
-    suburb        TEXT,
-    postcode      TEXT,
-    state         TEXT,
-    date_of_birth TEXT,
-    soc_sec_id    TEXT,
-    source_file   TEXT,
-    line_number   INTEGER,
-    PRIMARY KEY (ds, source, record_id)
+CREATE TABLE IF NOT EXISTS {schema}staging_records (
+	ds TEXT NOT NULL,
+	load_id TEXT NOT NULL,
+	record_id TEXT NOT NULL,
+	source TEXT NOT NULL,
+	truth_entity TEXT,
+	given_name TEXT,
+	surname TEXT,
+	street_number TEXT,
+	address_1 TEXT,
+	address_2 TEXT,
+	suburb TEXT,
+	postcode TEXT,
+	state TEXT,
+	date_of_birth TEXT,
+	soc_sec_id TEXT,
+	source_file TEXT,
+	line_number INTEGER,
+	CONSTRAINT pk_staging_records PRIMARY KEY (ds, source, record_id)
+);
+CREATE INDEX IF NOT EXISTS ix_staging_records_rid ON {schema}staging_records (ds, record_id);
+
+CREATE TABLE IF NOT EXISTS {schema}staging_links (
+	ds TEXT NOT NULL,
+	load_id TEXT NOT NULL,
+	record_id TEXT NOT NULL,
+	cluster_id TEXT NOT NULL,
+	iteration INTEGER NOT NULL,
+	mu REAL,
+	quality REAL NOT NULL,
+	cluster_size INTEGER NOT NULL,
+	CONSTRAINT pk_staging_links PRIMARY KEY (ds, record_id)
+);
+CREATE INDEX IF NOT EXISTS ix_staging_links_cluster ON {schema}staging_links (ds, cluster_id);
+
+CREATE TABLE IF NOT EXISTS {schema}staging_clusters (
+	ds TEXT NOT NULL,
+	load_id TEXT NOT NULL,
+	cluster_id TEXT NOT NULL,
+	cluster_size INTEGER NOT NULL,
+	quality REAL NOT NULL,
+	iteration INTEGER NOT NULL,
+	CONSTRAINT pk_staging_clusters PRIMARY KEY (ds, cluster_id)
 );
 
-CREATE TABLE IF NOT EXISTS staging_links (
-    ds           TEXT    NOT NULL,
-    load_id      TEXT    NOT NULL,
-    record_id    TEXT    NOT NULL,
-    cluster_id   TEXT    NOT NULL,
-    iteration    INTEGER NOT NULL,
-    mu           REAL,
-    quality      REAL    NOT NULL,
-    cluster_size INTEGER NOT NULL,
-    PRIMARY KEY (ds, record_id)
+CREATE TABLE IF NOT EXISTS {schema}published_records (
+	ds TEXT NOT NULL,
+	load_id TEXT NOT NULL,
+	record_id TEXT NOT NULL,
+	source TEXT NOT NULL,
+	truth_entity TEXT,
+	given_name TEXT,
+	surname TEXT,
+	street_number TEXT,
+	address_1 TEXT,
+	address_2 TEXT,
+	suburb TEXT,
+	postcode TEXT,
+	state TEXT,
+	date_of_birth TEXT,
+	soc_sec_id TEXT,
+	source_file TEXT,
+	line_number INTEGER,
+	CONSTRAINT pk_published_records PRIMARY KEY (ds, source, record_id)
 );
-CREATE INDEX IF NOT EXISTS ix_staging_links_cluster ON staging_links (ds, cluster_id);
+CREATE INDEX IF NOT EXISTS ix_published_records_rid ON {schema}published_records (ds, record_id);
 
-CREATE TABLE IF NOT EXISTS staging_clusters (
-    ds           TEXT    NOT NULL,
-    load_id      TEXT    NOT NULL,
-    cluster_id   TEXT    NOT NULL,
-    cluster_size INTEGER NOT NULL,
-    quality      REAL    NOT NULL,
-    iteration    INTEGER NOT NULL,
-    PRIMARY KEY (ds, cluster_id)
+CREATE TABLE IF NOT EXISTS {schema}published_links (
+	ds TEXT NOT NULL,
+	load_id TEXT NOT NULL,
+	record_id TEXT NOT NULL,
+	cluster_id TEXT NOT NULL,
+	iteration INTEGER NOT NULL,
+	mu REAL,
+	quality REAL NOT NULL,
+	cluster_size INTEGER NOT NULL,
+	CONSTRAINT pk_published_links PRIMARY KEY (ds, record_id)
 );
+CREATE INDEX IF NOT EXISTS ix_published_links_cluster ON {schema}published_links (ds, cluster_id);
 
-CREATE TABLE IF NOT EXISTS published_records (
-    ds            TEXT    NOT NULL,
-    load_id       TEXT    NOT NULL,
-    record_id     TEXT    NOT NULL,
-    source        TEXT    NOT NULL,
-    truth_entity  TEXT,
-    given_name    TEXT,
-    surname       TEXT,
-    street_number TEXT,
-    address_1     TEXT,
-    address_2     TEXT,
-    suburb        TEXT,
-    postcode      TEXT,
-    state         TEXT,
-    date_of_birth TEXT,
-    soc_sec_id    TEXT,
-    source_file   TEXT,
-    line_number   INTEGER,
-    PRIMARY KEY (ds, source, record_id)
-);
-
-CREATE TABLE IF NOT EXISTS published_links (
-    ds           TEXT    NOT NULL,
-    load_id      TEXT    NOT NULL,
-    record_id    TEXT    NOT NULL,
-    cluster_id   TEXT    NOT NULL,
-    iteration    INTEGER NOT NULL,
-    mu           REAL,
-    quality      REAL    NOT NULL,
-    cluster_size INTEGER NOT NULL,
-    PRIMARY KEY (ds, record_id)
-);
-CREATE INDEX IF NOT EXISTS ix_published_links_cluster ON published_links (ds, cluster_id);
-
-CREATE TABLE IF NOT EXISTS published_clusters (
-    ds           TEXT    NOT NULL,
-    load_id      TEXT    NOT NULL,
-    cluster_id   TEXT    NOT NULL,
-    cluster_size INTEGER NOT NULL,
-    quality      REAL    NOT NULL,
-    iteration    INTEGER NOT NULL,
-    PRIMARY KEY (ds, cluster_id)
+CREATE TABLE IF NOT EXISTS {schema}published_clusters (
+	ds TEXT NOT NULL,
+	load_id TEXT NOT NULL,
+	cluster_id TEXT NOT NULL,
+	cluster_size INTEGER NOT NULL,
+	quality REAL NOT NULL,
+	iteration INTEGER NOT NULL,
+	CONSTRAINT pk_published_clusters PRIMARY KEY (ds, cluster_id)
 );
 
-CREATE TABLE IF NOT EXISTS publish_log (
-    ds           TEXT NOT NULL,
-    load_id      TEXT NOT NULL,
-    published_at TEXT NOT NULL,
-    records      INTEGER NOT NULL,
-    links        INTEGER NOT NULL,
-    clusters     INTEGER NOT NULL,
-    PRIMARY KEY (ds, load_id)
+CREATE TABLE IF NOT EXISTS {schema}publish_log (
+	ds TEXT NOT NULL,
+	load_id TEXT NOT NULL,
+	published_at TEXT NOT NULL,
+	records INTEGER NOT NULL,
+	links INTEGER NOT NULL,
+	clusters INTEGER NOT NULL,
+	CONSTRAINT pk_publish_log PRIMARY KEY (ds, load_id)
 );

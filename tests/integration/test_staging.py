@@ -70,3 +70,151 @@ def test_failed_publish_leaves_published_tables_untouched(staging_conn, tmp_path
 def test_publishing_an_empty_slice_is_refused(staging_conn):
     with pytest.raises(NothingToPublish, match="2025-03-03"):
         publish_slice(staging_conn, "2025-03-03")
+
+
+# ---------------------------------------------------------------------------
+# Bad input: clear error naming table and column, previous slice kept, nothing published
+# ---------------------------------------------------------------------------
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from washline.staging.dialects import StagingUnreachable
+from washline.staging.load import NullKeyError, ValueTooLongError
+
+REPO = Path(__file__).resolve().parents[2]
+PUBLISHED = ("published_records", "published_links", "published_clusters", "publish_log")
+
+
+def _replace_column(day: dict, table: str, column: str, values: pa.Array) -> None:
+    path = day[table] / "part-00000.parquet"
+    data = pq.read_table(path)
+    pq.write_table(data.set_column(data.schema.get_field_index(column), column, values), path)
+
+
+def snapshot(conn_id: str) -> dict[str, list]:
+    """Every row of every published table, as sorted tuples of strings."""
+    return {t: sorted(tuple(map(str, r)) for r in rows(conn_id, f"SELECT * FROM {t}")) for t in PUBLISHED}
+
+
+BAD_INPUTS = {
+    "type_change": ("staging_records", "postcode", lambda n: pa.array(list(range(n)), pa.int64()),
+                    SchemaDriftError, r"staging_records.*column postcode has type int64.*expects str\(16\)"),
+    "too_long": ("staging_records", "surname", lambda n: pa.array(["X" * 201] + ["SMITH"] * (n - 1)),
+                 ValueTooLongError, r"staging_records\.surname: 201 characters, the column holds 200.*record_id='rec-0'"),
+    "null_key": ("staging_links", "cluster_id", lambda n: pa.array([None, *[f"rec-{i}" for i in range(1, n)]], pa.string()),
+                 NullKeyError, r"NULL in NOT NULL column staging_links\.cluster_id"),
+    "null_record_id": ("staging_records", "record_id", lambda n: pa.array([*[f"rec-{i}" for i in range(n - 1)], None], pa.string()),
+                       NullKeyError, r"staging_records\.record_id \(part of the primary key\)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_is_refused_naming_table_and_column(staging_conn, tmp_path, case, caplog):
+    table, column, values, error, message = BAD_INPUTS[case]
+    load_slice(staging_conn, "2025-01-01", write_slice(tmp_path, "2025-01-01", n=6), "run-1")
+    publish_slice(staging_conn, "2025-01-01")
+    before = snapshot(staging_conn)
+    bad = write_slice(tmp_path / "bad", "2025-01-01", n=4)
+    n = pq.read_metadata(bad[table] / "part-00000.parquet").num_rows
+    _replace_column(bad, table, column, values(n))
+    with caplog.at_level("ERROR"), pytest.raises(error, match=message) as err:
+        load_slice(staging_conn, "2025-01-01", bad, "run-2")
+    assert (err.value.table, err.value.column) == (table, column)
+    assert "left exactly as it was before this load, for inspection; nothing was published" in caplog.text
+    assert rows(staging_conn, "SELECT COUNT(*), MIN(load_id), MAX(load_id) FROM staging_records") == [(6, "run-1", "run-1")]
+    assert snapshot(staging_conn) == before
+
+
+def test_unreachable_database_retries_then_fails_clearly(monkeypatch, tmp_path):
+    monkeypatch.setenv("AIRFLOW_CONN_DOWN", json.dumps(
+        {"conn_type": "postgres", "host": "127.0.0.1", "port": 1, "login": "postgres", "schema": "nowhere",
+         "extra": {"connect_timeout": 2}}))
+    monkeypatch.setenv("WASHLINE_STAGING_CONNECT_DELAY", "0.05")
+    started = time.monotonic()
+    with pytest.raises(StagingUnreachable, match=r"'down' \(postgres at 127.0.0.1:1\) unreachable after 3 attempt"):
+        load_slice("down", "2025-01-01", write_slice(tmp_path, "2025-01-01"), "run-1")
+    assert time.monotonic() - started < 30
+
+
+def test_postgres_schema_option_and_password_never_logged(staging_conn, tmp_path, monkeypatch, caplog):
+    conn = json.loads(os.environ["AIRFLOW_CONN_TEST_STAGING"])
+    if conn["conn_type"] != "postgres":
+        pytest.skip("schemas and passwords are a server feature")
+    secret = "Pw-never-in-logs-7781"
+    conn["password"] = secret  # trust auth ignores it; it still travels through hook and driver
+    monkeypatch.setenv("AIRFLOW_CONN_TEST_STAGING", json.dumps(conn))
+    with caplog.at_level("DEBUG"):
+        loaded = load_slice(staging_conn, "2025-01-01", write_slice(tmp_path, "2025-01-01", n=6), "run-1",
+                            schema="wl_stage")
+        published = publish_slice(staging_conn, "2025-01-01", schema="wl_stage")
+    assert published["rows"]["published_records"] == 6
+    assert rows(staging_conn, 'SELECT COUNT(*) FROM "wl_stage".published_links') == [(6,)]
+    assert rows(staging_conn, "SELECT to_regclass('public.published_links') IS NULL") == [(True,)]
+    assert secret not in caplog.text and secret not in json.dumps(loaded) + json.dumps(published)
+    with pytest.raises(ValueError, match="not allowed"):
+        publish_slice(staging_conn, "2025-01-01", schema='wl_stage"; DROP SCHEMA public --')
+    hook, _ = get_db_hook(staging_conn)
+    hook.run('DROP SCHEMA "wl_stage" CASCADE', autocommit=True)
+
+
+# ---------------------------------------------------------------------------
+# Kill -9 in the middle of a publish
+# ---------------------------------------------------------------------------
+
+KILLED_PUBLISH = """
+import sys, time
+from washline.staging import publish
+real = publish._execute
+def slow(cur, step, dialect, params):
+    out = real(cur, step, dialect, params)
+    if step.name == "insert:published_links":   # records and links already replaced in the open transaction
+        open(sys.argv[1], "w").write("mid-publish")
+        time.sleep(600)
+    return out
+publish._execute = slow
+publish.publish_slice("test_staging", "2025-01-01")
+print("PUBLISH COMPLETED")
+"""
+
+
+def test_publish_killed_mid_transaction_leaves_published_tables_exactly_as_before(staging_conn, tmp_path):
+    load_slice(staging_conn, "2025-01-01", write_slice(tmp_path, "2025-01-01", n=6), "run-1")
+    load_slice(staging_conn, "2025-01-02", write_slice(tmp_path, "2025-01-02", n=4), "run-1b")
+    publish_slice(staging_conn, "2025-01-01")
+    publish_slice(staging_conn, "2025-01-02")
+    before = snapshot(staging_conn)
+    load_slice(staging_conn, "2025-01-01", write_slice(tmp_path / "new", "2025-01-01", n=10, cluster_of=lambda i: i // 5), "run-2")
+
+    marker = tmp_path / "mid-publish"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "plugins"), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_PUBLISH, str(marker)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 90
+        while not marker.exists():
+            assert proc.poll() is None, proc.stdout.read().decode()
+            assert time.monotonic() < deadline, "publish never reached the pause point"
+            time.sleep(0.1)
+        # mid-publish, a reader still sees the old published slice
+        assert snapshot(staging_conn) == before
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert b"PUBLISH COMPLETED" not in proc.stdout.read()
+
+    assert snapshot(staging_conn) == before  # not half-written: exactly as before
+    assert rows(staging_conn, "SELECT COUNT(*), MIN(load_id) FROM staging_records WHERE ds = '2025-01-01'") == [(10, "run-2")]
+    publish_slice(staging_conn, "2025-01-01")  # the next try publishes the whole slice
+    assert rows(staging_conn, "SELECT COUNT(*) FROM published_records WHERE ds = '2025-01-01'") == [(10,)]
+    assert rows(staging_conn, "SELECT COUNT(*) FROM published_clusters WHERE ds = '2025-01-01'") == [(2,)]
+    assert snapshot(staging_conn)["published_records"] != before["published_records"]

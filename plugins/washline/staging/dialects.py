@@ -1,14 +1,31 @@
-"""Connection-type → dialect dispatch, identifier quoting and DDL loading."""
+"""Connection type → dialect dispatch, identifier quoting, statement rendering,
+DDL loading and connecting with retries.
+
+Every name that reaches SQL text (table, column, schema) goes through
+:func:`quote_ident`, which accepts only plain identifiers and quotes them per
+dialect; every value goes as a bound parameter. Statements are written once
+with ``:name`` binds and compiled by SQLAlchemy for the DB-API driver each
+provider hook uses (:func:`render`), so the same text runs on sqlite3,
+psycopg 3, pymssql and python-oracledb.
+"""
 
 from __future__ import annotations
 
+import logging
+import os
 import re
-from pathlib import Path
-from typing import Any
+import time
+from typing import Any, Mapping, Sequence
 
-from washline.paths import REPO_ROOT
+from washline.staging.spec import SCHEMA_TOKEN, SQL_DIR, ddl_path, split_statements, sqlalchemy_dialect
 
-SQL_DIR = REPO_ROOT / "sql"
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "DIALECTS", "IDENTIFIER", "PUBLISHED_TABLES", "SQL_DIR", "STAGING_TABLES", "StagingUnreachable",
+    "UnsupportedConnection", "connect", "ddl_statements", "dialect_for", "get_db_hook", "markers",
+    "placeholder", "qualify", "quote_ident", "render", "table_columns", "validate_schema",
+]
 
 #: Airflow conn_type → washline dialect folder under ``sql/``.
 DIALECTS: dict[str, str] = {
@@ -19,6 +36,9 @@ DIALECTS: dict[str, str] = {
     "oracle": "oracle",
 }
 
+#: Allow-list for every identifier: letters, digits and ``_``, not starting
+#: with a digit, at most 63 characters (PostgreSQL's limit; Oracle 12.2+ and
+#: SQL Server allow 128).
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 STAGING_TABLES = ("staging_records", "staging_links", "staging_clusters")
@@ -31,6 +51,10 @@ PUBLISHED_TABLES = {
 
 class UnsupportedConnection(ValueError):
     """The connection's type has no washline dialect."""
+
+
+class StagingUnreachable(ConnectionError):
+    """The staging database could not be reached after all connection attempts."""
 
 
 def dialect_for(conn_type: str) -> str:
@@ -49,12 +73,16 @@ def dialect_for(conn_type: str) -> str:
 
 
 def quote_ident(name: str, dialect: str) -> str:
-    """Validate ``name`` against an allow-list pattern and quote it for ``dialect``.
+    """Validate ``name`` against :data:`IDENTIFIER` and quote it for ``dialect``.
+
+    PostgreSQL and SQLite keep the (lower-case) name in double quotes, SQL
+    Server uses brackets, Oracle upper-cases it (the name its unquoted DDL
+    created) in double quotes.
 
     Raises:
-        ValueError: the name is not a plain identifier (letters, digits, ``_``).
+        ValueError: the name is not a plain identifier.
     """
-    if not IDENTIFIER.match(name or ""):
+    if not isinstance(name, str) or not IDENTIFIER.match(name):
         raise ValueError(f"identifier {name!r} is not allowed; it must match {IDENTIFIER.pattern}")
     if dialect == "mssql":
         return f"[{name}]"
@@ -63,20 +91,68 @@ def quote_ident(name: str, dialect: str) -> str:
     return f'"{name}"'
 
 
+def validate_schema(schema: str | None, dialect: str) -> str | None:
+    """Check a schema name (e.g. from a Param); ``None``/``""`` mean the
+    connection's default schema.
+
+    Raises:
+        ValueError: not a plain identifier, or a schema on SQLite other than ``main``.
+    """
+    if schema in (None, ""):
+        return None
+    quote_ident(schema, dialect)  # raises on anything but a plain identifier
+    if dialect == "sqlite" and schema != "main":
+        raise ValueError(f"SQLite staging has no schema {schema!r}; use the database file of the connection")
+    return schema
+
+
+def qualify(table: str, dialect: str, schema: str | None = None) -> str:
+    """``table`` quoted, prefixed by the quoted ``schema`` when one is given."""
+    schema = validate_schema(schema, dialect)
+    return f"{quote_ident(schema, dialect)}.{quote_ident(table, dialect)}" if schema else quote_ident(table, dialect)
+
+
 def placeholder(dialect: str) -> str:
-    """The DB-API parameter marker of the dialect's driver."""
+    """The positional DB-API parameter marker of the dialect's driver
+    (Oracle's is numbered: see :func:`markers`)."""
     return {"sqlite": "?", "postgres": "%s", "mssql": "%s", "oracle": ":{n}"}[dialect]
 
 
-def ddl_statements(dialect: str) -> list[str]:
-    """Statements of ``sql/<dialect>/staging.sql`` in order (comments removed)."""
-    text = (SQL_DIR / dialect / "staging.sql").read_text()
-    lines = [line for line in text.splitlines() if not line.lstrip().startswith("--")]
-    return [stmt.strip() for stmt in "\n".join(lines).split(";") if stmt.strip()]
+def markers(dialect: str, n: int) -> list[str]:
+    """``n`` positional parameter markers, e.g. ``[":1", ":2"]`` on Oracle."""
+    if dialect == "oracle":
+        return [f":{i}" for i in range(1, n + 1)]
+    return [placeholder(dialect)] * n
+
+
+def render(sql: str, dialect: str, params: Mapping[str, Any] | None = None) -> tuple[str, Any]:
+    """Compile ``sql`` written with ``:name`` binds for the dialect's driver.
+
+    Returns:
+        ``(text, parameters)``: ``?`` + a tuple on SQLite, ``%(name)s`` + a
+        dict on PostgreSQL/SQL Server, ``:name`` + a dict on Oracle.
+    """
+    from sqlalchemy import text
+
+    compiled = text(sql).compile(dialect=sqlalchemy_dialect(dialect))
+    values = dict(params or {})
+    if compiled.positional:
+        return compiled.string, tuple(values[name] for name in compiled.positiontup)
+    return compiled.string, values
+
+
+def ddl_statements(dialect: str, schema: str | None = None) -> list[str]:
+    """Statements of ``sql/<dialect>/staging.sql`` in order, with ``{schema}``
+    replaced by the quoted schema and a dot (or nothing), comments removed."""
+    schema = validate_schema(schema, dialect)
+    prefix = f"{quote_ident(schema, dialect)}." if schema else ""
+    text = ddl_path(dialect).read_text().replace(SCHEMA_TOKEN, prefix)
+    return split_statements(text, dialect)
 
 
 def get_db_hook(conn_id: str) -> tuple[Any, str]:
-    """Return ``(hook, dialect)`` for an Airflow connection, via the provider's hook.
+    """Return ``(hook, dialect)`` for an Airflow connection, via the provider's
+    hook (``SqliteHook``, ``PostgresHook``, ``MsSqlHook``, ``OracleHook``).
 
     Raises:
         UnsupportedConnection: unsupported connection type.
@@ -89,7 +165,57 @@ def get_db_hook(conn_id: str) -> tuple[Any, str]:
     return conn.get_hook(), dialect
 
 
-def table_columns(cursor: Any, table: str, dialect: str) -> list[str]:
-    """Column names of ``table`` in declaration order (a zero-row SELECT)."""
-    cursor.execute(f"SELECT * FROM {quote_ident(table, dialect)} WHERE 1 = 0")
-    return [d[0].lower() for d in cursor.description]
+def _scrub(text: str, secrets: Sequence[str | None]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def connect(hook: Any, dialect: str, conn_id: str, attempts: int | None = None, delay: float | None = None) -> Any:
+    """Open a DB-API connection through ``hook.get_conn()``, retrying.
+
+    Attempts default to ``$WASHLINE_STAGING_CONNECT_ATTEMPTS`` (3) with
+    ``$WASHLINE_STAGING_CONNECT_DELAY`` seconds (2.0) before the second try,
+    doubling after each failure. Opening a connection has no side effects,
+    so any error is retried.
+
+    Raises:
+        StagingUnreachable: every attempt failed; the message names the
+            connection id, dialect, host and port, and the last driver error
+            (with the connection's password, if it appears, replaced by ``***``).
+    """
+    attempts = max(1, int(attempts or os.environ.get("WASHLINE_STAGING_CONNECT_ATTEMPTS", 3)))
+    wait = float(delay if delay is not None else os.environ.get("WASHLINE_STAGING_CONNECT_DELAY", 2.0))
+    conn_info = getattr(hook, "connection", None)
+    if conn_info is None:
+        try:
+            conn_info = hook.get_connection(getattr(hook, hook.conn_name_attr))
+        except Exception:
+            conn_info = None
+    password = getattr(conn_info, "password", None)
+    where = f"{getattr(conn_info, 'host', None) or '?'}:{getattr(conn_info, 'port', None) or '-'}"
+    last: BaseException | None = None
+    for attempt in range(1, attempts + 1):
+        try:
+            return hook.get_conn()
+        except Exception as exc:  # noqa: BLE001 - reported below, with type and message
+            last = exc
+            message = _scrub(f"{type(exc).__name__}: {exc}".strip(), [password])
+            if attempt < attempts:
+                log.warning("staging connection %s (%s at %s) attempt %d/%d failed: %s; retrying in %.1fs",
+                            conn_id, dialect, where, attempt, attempts, message, wait)
+                time.sleep(wait)
+                wait *= 2
+    message = _scrub(f"{type(last).__name__}: {last}".strip(), [password])
+    raise StagingUnreachable(
+        f"staging database {conn_id!r} ({dialect} at {where}) unreachable after {attempts} attempt(s): {message}"
+    ) from None
+
+
+def table_columns(cursor: Any, table: str, dialect: str, schema: str | None = None) -> list[str]:
+    """Column names of ``table`` in declaration order, lower-case (a zero-row SELECT)."""
+    cursor.execute(f"SELECT * FROM {qualify(table, dialect, schema)} WHERE 1 = 0")
+    names = [d[0].lower() for d in cursor.description]
+    cursor.fetchall()
+    return names

@@ -1,10 +1,19 @@
 """Publish (write-audit-publish): copy one date's audited staging slice to the
 published tables atomically.
 
-One transaction: for each table, delete the date's published rows and insert
-the staging rows; record the publish in ``publish_log``; commit. If any
-statement fails or the process dies, the database rolls back and the published
-tables are exactly as they were.
+One transaction, on every engine: check that the staging slice has exactly one
+load id across the three staging tables and that staging and published tables
+have the same columns; then for each table delete the date's published rows
+and ``INSERT … SELECT`` the staging rows; verify the counts; record the publish
+in ``publish_log``; commit. If any statement fails, or the process is killed,
+the database rolls the transaction back and the published tables are exactly
+as they were (readers never see a half-written slice: the new rows become
+visible only at commit).
+
+The statements are written once with ``:name`` binds (:func:`publish_plan`)
+and compiled by SQLAlchemy for the driver of each dialect
+(:func:`washline.staging.dialects.render`); the SQL Server and Oracle
+renderings are kept as reviewed files under ``tests/expected/staging/``.
 """
 
 from __future__ import annotations
@@ -12,16 +21,22 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
+from washline.paths import validate_ds
 from washline.staging.dialects import (
     PUBLISHED_TABLES,
+    STAGING_TABLES,
+    connect,
     get_db_hook,
-    placeholder,
+    qualify,
     quote_ident,
+    render,
     table_columns,
+    validate_schema,
 )
-from washline.staging.load import begin, ensure_schema
+from washline.staging.load import SchemaDriftError, begin, ensure_schema
 
 log = logging.getLogger(__name__)
 
@@ -30,52 +45,145 @@ class NothingToPublish(RuntimeError):
     """The staging slice for the date is empty or has more than one load id."""
 
 
-def publish_slice(conn_id: str, ds: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Step:
+    """One statement of the publish transaction: ``sql`` with ``:name`` binds."""
+
+    name: str
+    sql: str
+
+
+def publish_plan(dialect: str, columns: dict[str, list[str]], schema: str | None = None) -> list[Step]:
+    """The statements of one publish, in order (binds ``:ds``, ``:load_id``, …).
+
+    Args:
+        dialect: target dialect.
+        columns: staging table → its column list (table order).
+        schema: schema of all tables, or ``None``.
+    """
+    q = lambda t: qualify(t, dialect, schema)  # noqa: E731
+    steps = [
+        Step("load_ids", "SELECT DISTINCT load_id FROM "
+             + q("staging_records") + " WHERE ds = :ds"),
+    ]
+    for staging in STAGING_TABLES:
+        published = PUBLISHED_TABLES[staging]
+        steps.append(Step(f"other_load_ids:{staging}",
+                          f"SELECT COUNT(*) FROM {q(staging)} WHERE ds = :ds AND load_id <> :load_id"))
+        steps.append(Step(f"staged:{staging}", f"SELECT COUNT(*) FROM {q(staging)} WHERE ds = :ds"))
+    for staging in STAGING_TABLES:
+        published = PUBLISHED_TABLES[staging]
+        cols = ", ".join(quote_ident(c, dialect) for c in columns[staging])
+        steps.append(Step(f"delete:{published}", f"DELETE FROM {q(published)} WHERE ds = :ds"))
+        steps.append(Step(f"insert:{published}",
+                          f"INSERT INTO {q(published)} ({cols}) SELECT {cols} FROM {q(staging)} WHERE ds = :ds"))
+        steps.append(Step(f"count:{published}", f"SELECT COUNT(*) FROM {q(published)} WHERE ds = :ds"))
+    log_table = q("publish_log")
+    steps.append(Step("delete:publish_log", f"DELETE FROM {log_table} WHERE ds = :ds AND load_id = :load_id"))
+    steps.append(Step(
+        "insert:publish_log",
+        f"INSERT INTO {log_table} (ds, load_id, published_at, records, links, clusters) "
+        "VALUES (:ds, :load_id, :published_at, :records, :links, :clusters)",
+    ))
+    return steps
+
+
+def _execute(cur: Any, step: Step, dialect: str, params: dict[str, Any]) -> Any:
+    """Run one step (module-level so a test can slow a step down and kill the process)."""
+    sql, bound = render(step.sql, dialect, {k: v for k, v in params.items() if f":{k}" in step.sql})
+    cur.execute(sql, bound)
+    return cur
+
+
+def publish_slice(conn_id: str, ds: str, *, schema: str | None = None) -> dict[str, Any]:
     """Atomically replace the ``ds`` slice of every published table with staging's.
 
+    Args:
+        conn_id: Airflow connection of the staging database.
+        ds: logical date ``YYYY-MM-DD``.
+        schema: schema of the tables (validated, quoted); ``None`` = default.
+
     Returns:
-        ``{"rows": {published_table: n}, "load_id": id, "seconds": s}``.
+        ``{"rows": {published_table: n}, "load_id": id, "seconds": s, "dialect": d}``.
 
     Raises:
         NothingToPublish: the staging slice is empty or mixes load ids.
+        SchemaDriftError: a staging and its published table differ in columns.
+        StagingUnreachable: no connection after the retries.
+        RuntimeError: a count check failed. In every case the transaction is
+            rolled back and the published tables are unchanged.
     """
+    validate_ds(ds)
     started = time.monotonic()
     hook, dialect = get_db_hook(conn_id)
-    conn = hook.get_conn()
-    p = placeholder(dialect)
+    schema = validate_schema(schema, dialect)
+    conn = connect(hook, dialect, conn_id)
     counts: dict[str, int] = {}
     try:
-        ensure_schema(conn, dialect)
+        ensure_schema(conn, dialect, schema)
         begin(conn, dialect)
         cur = conn.cursor()
-        cur.execute(f"SELECT DISTINCT load_id FROM {quote_ident('staging_records', dialect)} WHERE ds = {p}", (ds,))
-        load_ids = [r[0] for r in cur.fetchall()]
+        columns: dict[str, list[str]] = {}
+        for staging in STAGING_TABLES:
+            published = PUBLISHED_TABLES[staging]
+            s_cols = table_columns(cur, staging, dialect, schema)
+            p_cols = table_columns(cur, published, dialect, schema)
+            if sorted(s_cols) != sorted(p_cols):
+                missing = sorted(set(s_cols) - set(p_cols))
+                extra = sorted(set(p_cols) - set(s_cols))
+                raise SchemaDriftError(
+                    f"schema drift between {staging} and {published}: {published} lacks column(s) "
+                    f"{missing or '-'} and has extra column(s) {extra or '-'}; nothing published",
+                    published, (missing or extra)[0],
+                )
+            columns[staging] = s_cols
+        plan = {step.name: step for step in publish_plan(dialect, columns, schema)}
+        params: dict[str, Any] = {"ds": ds}
+        load_ids = [r[0] for r in _execute(cur, plan["load_ids"], dialect, params).fetchall()]
         if len(load_ids) != 1:
             raise NothingToPublish(
                 f"staging slice ds={ds} has load ids {load_ids}; expected exactly one. Nothing published."
             )
-        for staging, published in PUBLISHED_TABLES.items():
-            cols = ", ".join(quote_ident(c, dialect) for c in table_columns(cur, staging, dialect))
-            qp, qs = quote_ident(published, dialect), quote_ident(staging, dialect)
-            cur.execute(f"DELETE FROM {qp} WHERE ds = {p}", (ds,))
-            cur.execute(f"INSERT INTO {qp} ({cols}) SELECT {cols} FROM {qs} WHERE ds = {p}", (ds,))
-            cur.execute(f"SELECT COUNT(*) FROM {qp} WHERE ds = {p}", (ds,))
-            counts[published] = cur.fetchone()[0]
-        log_table = quote_ident("publish_log", dialect)
-        cur.execute(f"DELETE FROM {log_table} WHERE ds = {p} AND load_id = {p}", (ds, load_ids[0]))
+        params["load_id"] = load_ids[0]
+        staged: dict[str, int] = {}
+        for staging in STAGING_TABLES:
+            other = _execute(cur, plan[f"other_load_ids:{staging}"], dialect, params).fetchone()[0]
+            if other:
+                raise NothingToPublish(
+                    f"{staging} ds={ds} has {other} row(s) from a load other than {load_ids[0]!r}; "
+                    "the slice is not one load. Nothing published."
+                )
+            staged[staging] = _execute(cur, plan[f"staged:{staging}"], dialect, params).fetchone()[0]
+        for staging in STAGING_TABLES:
+            published = PUBLISHED_TABLES[staging]
+            _execute(cur, plan[f"delete:{published}"], dialect, params)
+            _execute(cur, plan[f"insert:{published}"], dialect, params)
+            counts[published] = _execute(cur, plan[f"count:{published}"], dialect, params).fetchone()[0]
+            if counts[published] != staged[staging]:
+                raise RuntimeError(
+                    f"{published} holds {counts[published]} rows for ds={ds} after publish, "
+                    f"staging has {staged[staging]}; rolled back"
+                )
         now = dt.datetime.now(dt.timezone.utc)
-        cur.execute(
-            f"INSERT INTO {log_table} (ds, load_id, published_at, records, links, clusters) "
-            f"VALUES ({', '.join([p] * 6)})",
-            (ds, load_ids[0], now.isoformat() if dialect == "sqlite" else now,
-             counts["published_records"], counts["published_links"], counts["published_clusters"]),
-        )
+        params.update({
+            # SQLite keeps ISO text; SQL Server DATETIME2 and Oracle TIMESTAMP take naive UTC.
+            "published_at": now.isoformat() if dialect == "sqlite" else
+            (now.replace(tzinfo=None) if dialect in ("mssql", "oracle") else now),
+            "records": counts["published_records"], "links": counts["published_links"],
+            "clusters": counts["published_clusters"],
+        })
+        _execute(cur, plan["delete:publish_log"], dialect, params)
+        _execute(cur, plan["insert:publish_log"], dialect, params)
         conn.commit()
-    except BaseException:
-        conn.rollback()
-        log.error("publish of ds=%s rolled back; published tables are unchanged", ds)
+    except BaseException as exc:
+        try:
+            conn.rollback()
+        finally:
+            log.error("publish of ds=%s failed and was rolled back: %s. The published tables are unchanged; "
+                      "the staging slice ds=%s is left for inspection.", ds, exc, ds)
         raise
     finally:
         conn.close()
     log.info("published ds=%s load_id=%s: %s", ds, load_ids[0], counts)
-    return {"rows": counts, "load_id": load_ids[0], "seconds": round(time.monotonic() - started, 2)}
+    return {"rows": counts, "load_id": load_ids[0], "seconds": round(time.monotonic() - started, 2),
+            "dialect": dialect}
