@@ -11,7 +11,7 @@ so rerunning a date replaces it and touches nothing else.
 | `link` | Spark: HDWM record linkage → link index (`record_id`, `cluster_id`, …) + `metrics.json` |
 | `load_staging` | replaces the `ds` slice of the staging tables, in one transaction |
 | `check_integrity` | `DatabaseIntegrityCheckOperator`: SQLite `integrity_check`, PostgreSQL amcheck, SQL Server `DBCC CHECKDB`, Oracle `ANALYZE … VALIDATE STRUCTURE`; FAIL/ERROR block publish |
-| `check_quality` | Great Expectations suite `include/gx/staging_records.json` on the `ds` slice, Data Docs |
+| `check_quality` | Great Expectations suites `include/gx/staging_{records,links,clusters}.json` on the `ds` slice (reconciled with the Spark counts), Data Docs |
 | `publish` | atomic copy of the audited slice to the published tables; emits the `washline_published` asset |
 | `report` | run summary JSON (`lake/reports/<ds>/run_summary.json`); fails the run when nothing was published |
 
@@ -92,11 +92,11 @@ def washline_nightly():
     )
 
     @task(retries=0)
-    def check_quality(cleanse_metrics: dict):
+    def check_quality(cleanse_metrics: dict, link_metrics: dict):
         from airflow.sdk import get_current_context
         from washline import tasks
 
-        return tasks.check_quality(get_current_context(), cleanse_metrics["rows_curated"])
+        return tasks.check_quality(get_current_context(), cleanse_metrics["rows_curated"], link_metrics)
 
     @task(outlets=[PUBLISHED])
     def publish():
@@ -113,7 +113,7 @@ def washline_nightly():
         return tasks.report(get_current_context())
 
     loaded = load_staging()
-    checks = [check_integrity, check_quality(cleanse.output)]
+    checks = [check_integrity, check_quality(cleanse.output, link.output)]
     summary = report()
     cleanse >> link >> loaded >> checks >> publish() >> summary
     checks >> summary

@@ -61,26 +61,38 @@ def load_staging(context: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
-def check_quality(context: Mapping[str, Any], expected_row_count: int) -> dict[str, Any]:
-    """Validate the staging slice with the GX suite; a blocking result fails the task.
+def check_quality(context: Mapping[str, Any], expected_row_count: int,
+                  link_metrics: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Validate the staging slice with the GX suites (one per staging table);
+    a blocking result fails the task.
+
+    Args:
+        expected_row_count: curated rows the cleanse job wrote (reconciliation).
+        link_metrics: the link job's metrics (``references``, ``clusters``), to
+            reconcile the link index and cluster tables.
 
     Raises:
-        AirflowFailException: a critical expectation failed or one raised.
+        AirflowFailException: a critical expectation failed, one raised, or
+            validation could not run.
     """
     from airflow.sdk.exceptions import AirflowFailException
 
-    from washline.quality.runner import format_table, validate_slice
+    from washline.quality.runner import validate_slice
 
     paths = run_paths(context)
+    link_metrics = link_metrics or {}
     safe_run = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in context["run_id"])
     summary = validate_slice(
-        staging_conn_id(context), paths.ds, expected_row_count, paths.reports / "gx" / safe_run
+        staging_conn_id(context), paths.ds, expected_row_count, paths.reports / "gx" / safe_run,
+        expected_link_rows=link_metrics.get("references"),
+        expected_cluster_rows=link_metrics.get("clusters"),
     )
     context["ti"].xcom_push(key="report", value=summary)
-    log.info("GX suite %s on ds=%s: %s\n%s", summary["suite"], paths.ds, summary["status"], format_table(summary))
     log.info("Data Docs: %s", summary["data_docs"])
     if summary["blocks_publish"]:
-        raise AirflowFailException(f"data quality {summary['status']} for ds={paths.ds}; nothing will be published")
+        why = f" ({summary['error']})" if summary.get("error") else ""
+        raise AirflowFailException(
+            f"data quality {summary['status']}{why} for ds={paths.ds}; nothing will be published")
     return summary
 
 

@@ -1,7 +1,8 @@
 """Blocking on mid-frequency tokens (DWM42, Talburt et al. 2020) with a size cap.
 
 Blocking tokens (DWM42 rules): ``2 ≤ freq ≤ beta``, ``len ≥ minBlkTokenLen``,
-and not all digits when ``excludeNumericBlocks``. With ``blockByPairs`` a
+and not all digits when ``excludeNumericBlocks`` (washline: unless the
+number has at least ``minNumBlkTokenLen`` digits). With ``blockByPairs`` a
 block key is a sorted pair of blocking tokens of the same reference
 (``"A B"`` with ``A < B``), otherwise the token itself.
 
@@ -40,7 +41,11 @@ def blocking_tokens(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile)
         F.length("token") >= profile.minBlkTokenLen
     )
     if profile.excludeNumericBlocks:
-        cond = cond & ~F.col("token").rlike(r"^\d+$")
+        numeric = F.col("token").rlike(r"^\d+$")
+        if profile.minNumBlkTokenLen > 0:
+            # washline: long numbers (SSN, phone, DOB) still block
+            numeric = numeric & (F.length("token") < profile.minNumBlkTokenLen)
+        cond = cond & ~numeric
     return ex.join(freq, "token").filter(cond).select("record_id", "token")
 
 

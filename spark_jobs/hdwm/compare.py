@@ -36,9 +36,14 @@ from pyspark.sql import types as T
 from .config import LinkageProfile
 
 
-def comparison_tokens(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) -> DataFrame:
-    """(``record_id``, ``tokens``) → (``record_id``, ``ctokens`` array<string>): stop
-    tokens (and excluded blocking tokens) removed, order kept.
+def comparison_tokens(
+    tokens: DataFrame, freq: DataFrame, profile: LinkageProfile, n_refs: int | None = None
+) -> DataFrame:
+    """(``record_id``, ``tokens``) → (``record_id``, ``ctokens`` array<string>,
+    ``cweights`` array<double>): stop tokens (and excluded blocking tokens)
+    removed, order kept. ``cweights[i]`` is the inverse document frequency
+    ``ln(n_refs / freq)`` of ``ctokens[i]`` (natural log; ``n_refs`` defaults
+    to 1, giving non-positive weights, so pass it for the weighted comparators).
 
     Implemented as posexplode → join with the frequency table → filter →
     ordered re-collect; a reference that loses every token keeps an empty array.
@@ -50,17 +55,37 @@ def comparison_tokens(tokens: DataFrame, freq: DataFrame, profile: LinkageProfil
         cond = cond & (F.length("token") >= profile.minBlkTokenLen)
         if profile.excludeNumericBlocks:
             cond = cond & ~F.col("token").rlike(r"^\d+$")
-    kept = ex.join(freq, "token").filter(cond)
-    rebuilt = kept.groupBy("record_id").agg(
-        F.array_sort(F.collect_list(F.struct("pos", "token"))).alias("s")
+    if profile.removeExcludedBlkTokens and profile.excludeNumericBlocks and profile.minNumBlkTokenLen > 0:
+        # numbers long enough to block are not "excluded blocking tokens"
+        cond = (F.col("freq") < profile.sigma) & (F.length("token") >= profile.minBlkTokenLen) & (
+            ~F.col("token").rlike(r"^\d+$") | (F.length("token") >= profile.minNumBlkTokenLen)
+        )
+    n = float(n_refs or 1)
+    kept = (
+        ex.join(freq, "token")
+        .filter(cond)
+        .withColumn("w", F.log(F.lit(n) / F.col("freq").cast("double")))
     )
-    arr = F.transform("s", lambda x: x["token"])
-    if profile.removeDuplicateTokens:
-        arr = F.array_distinct(arr)
+    # tokens are already distinct per reference when removeDuplicateTokens is set
+    rebuilt = kept.groupBy("record_id").agg(
+        F.array_sort(F.collect_list(F.struct("pos", "token", "w"))).alias("s")
+    )
     return (
         tokens.select("record_id")
-        .join(rebuilt.select("record_id", arr.alias("ctokens")), "record_id", "left")
-        .select("record_id", F.coalesce("ctokens", F.array().cast("array<string>")).alias("ctokens"))
+        .join(
+            rebuilt.select(
+                "record_id",
+                F.transform("s", lambda x: x["token"]).alias("ctokens"),
+                F.transform("s", lambda x: x["w"]).alias("cweights"),
+            ),
+            "record_id",
+            "left",
+        )
+        .select(
+            "record_id",
+            F.coalesce("ctokens", F.array().cast("array<string>")).alias("ctokens"),
+            F.coalesce("cweights", F.array().cast("array<double>")).alias("cweights"),
+        )
     )
 
 
@@ -131,6 +156,116 @@ def score_tokens(
     return float(min(max(score, 0.0), 1.0))
 
 
+def _rule_matrix(a, b, num_rule, initial_rule, initial_mode, numeric_fuzzy_min_len=0):
+    """Token similarity matrix (len(a) × len(b)) with the numeric and initial rules."""
+    from rapidfuzz.distance import DamerauLevenshtein
+    from rapidfuzz.process import cdist
+
+    mat = cdist(a, b, scorer=DamerauLevenshtein.normalized_similarity, dtype=np.float64)
+    if not (num_rule or initial_rule):
+        return mat
+    m, n = len(a), len(b)
+    aa = np.array(a, dtype=object)
+    bb = np.array(b, dtype=object)
+    eq = aa[:, None] == bb[None, :]
+    ruled = np.zeros((m, n), dtype=bool)
+    if num_rule:
+        da = np.array([t.isdigit() for t in a])
+        db = np.array([t.isdigit() for t in b])
+        num = da[:, None] & db[None, :]
+        if numeric_fuzzy_min_len:
+            la = np.array([len(t) for t in a])
+            lb = np.array([len(t) for t in b])
+            longer = np.minimum(la[:, None], lb[None, :]) >= numeric_fuzzy_min_len
+            exact = num & ~longer
+        else:
+            exact = num
+        mat = np.where(exact, eq.astype(np.float64), mat)
+        ruled = num
+    if initial_rule:
+        la1 = np.array([len(t) == 1 for t in a])
+        lb1 = np.array([len(t) == 1 for t in b])
+        one = (la1[:, None] | lb1[None, :]) & ~ruled
+        if initial_mode == "initial":
+            fa = np.array([t[0] for t in a], dtype=object)
+            fb = np.array([t[0] for t in b], dtype=object)
+            hit = fa[:, None] == fb[None, :]
+        else:
+            hit = eq
+        mat = np.where(one, hit.astype(np.float64), mat)
+    return mat
+
+
+def score_weighted(
+    a,
+    wa,
+    b,
+    wb,
+    comparator: str = "WeightedTokenMatch",
+    num_rule: bool = True,
+    initial_rule: bool = True,
+    initial_mode: str = "exact",
+    token_min_similarity: float = 0.7,
+    numeric_fuzzy_min_len: int = 0,
+) -> float:
+    """Frequency-weighted comparators (washline; ``a``/``b`` tokens, ``wa``/``wb``
+    their IDF weights ``ln(N/freq)``, all ≥ 0 in practice).
+
+    * ``WeightedTokenMatch`` (default profile): the token similarity matrix
+      (rules as in the scoring matrix; cells below ``token_min_similarity``
+      set to 0) is multiplied cell-wise by ``min(w_a, w_b)``; a greedy
+      one-to-one assignment takes the largest weighted cell until none is
+      positive; the score is that sum divided by ``min(Σwa, Σwb)``. So a rare
+      shared token (an SSN, a surname) counts far more than a common one (a
+      state, a first name), and the shorter reference is not penalised for
+      the fields it lacks – the two weaknesses of ScoringMatrixKris on
+      person data (position weights and flat token weights).
+    * ``Cosine``: IDF-weighted cosine of the two token sets (exact tokens).
+    * ``MongeElkan``: symmetric Monge–Elkan, mean over both directions of the
+      average best token similarity (no weights).
+
+    Returns a float in [0, 1]; an empty side scores 0.
+    """
+    a = list(a) if a is not None else []
+    b = list(b) if b is not None else []
+    if not a or not b:
+        return 0.0
+    wa = np.asarray(wa if wa is not None else np.ones(len(a)), dtype=np.float64)
+    wb = np.asarray(wb if wb is not None else np.ones(len(b)), dtype=np.float64)
+    wa = np.clip(wa, 0.0, None)
+    wb = np.clip(wb, 0.0, None)
+    if comparator == "Cosine":
+        da = dict(zip(a, wa))
+        db = dict(zip(b, wb))
+        dot = sum(w * db[t] for t, w in da.items() if t in db)
+        na = float(np.sqrt(sum(w * w for w in da.values())))
+        nb = float(np.sqrt(sum(w * w for w in db.values())))
+        return float(min(1.0, dot / (na * nb))) if na and nb else 0.0
+    mat = _rule_matrix(a, b, num_rule, initial_rule, initial_mode, numeric_fuzzy_min_len)
+    if comparator == "MongeElkan":
+        return float(0.5 * (mat.max(axis=1).mean() + mat.max(axis=0).mean()))
+    if comparator != "WeightedTokenMatch":
+        raise ValueError(f"unknown comparator {comparator!r}")
+    mat = np.where(mat >= token_min_similarity, mat, 0.0)
+    val = mat * np.minimum(wa[:, None], wb[None, :])
+    n = len(b)
+    total = 0.0
+    for _ in range(min(len(a), n)):
+        idx = int(np.argmax(val))
+        j, k = divmod(idx, n)
+        v = val[j, k]
+        if v <= 0.0:
+            break
+        total += v
+        val[j, :] = -1.0
+        val[:, k] = -1.0
+    den = min(float(wa.sum()), float(wb.sum()))
+    return float(min(max(total / den, 0.0), 1.0)) if den > 0 else 0.0
+
+
+WEIGHTED_COMPARATORS = ("WeightedTokenMatch", "Cosine", "MongeElkan")
+
+
 def make_score_udf(profile: LinkageProfile):
     """Build the pandas UDF ``score(array<string>, array<string>) -> double``.
 
@@ -142,6 +277,24 @@ def make_score_udf(profile: LinkageProfile):
     num_rule = profile.matrixNumTokenRule
     initial_rule = profile.matrixInitialRule
     mode = profile.initialRuleMode
+
+    if comparator in WEIGHTED_COMPARATORS:
+        tmin = profile.tokenMinSimilarity
+        nfuzz = profile.numericFuzzyMinLen
+
+        @F.pandas_udf(T.DoubleType())
+        def wscore(left: pd.Series, lw: pd.Series, right: pd.Series, rw: pd.Series) -> pd.Series:
+            out = np.fromiter(
+                (
+                    score_weighted(x, xw, y, yw, comparator, num_rule, initial_rule, mode, tmin, nfuzz)
+                    for x, xw, y, yw in zip(left.to_numpy(), lw.to_numpy(), right.to_numpy(), rw.to_numpy())
+                ),
+                dtype=np.float64,
+                count=len(left),
+            )
+            return pd.Series(out)
+
+        return wscore
 
     @F.pandas_udf(T.DoubleType())
     def score(left: pd.Series, right: pd.Series) -> pd.Series:
@@ -161,6 +314,11 @@ def make_score_udf(profile: LinkageProfile):
 def score_pairs(pairs: DataFrame, ctokens: DataFrame, profile: LinkageProfile) -> DataFrame:
     """(``id1``, ``id2``) + (``record_id``, ``ctokens``) → (``id1``, ``id2``, ``score`` double)."""
     udf = make_score_udf(profile)
-    l = ctokens.select(F.col("record_id").alias("id1"), F.col("ctokens").alias("t1"))
-    r = ctokens.select(F.col("record_id").alias("id2"), F.col("ctokens").alias("t2"))
-    return pairs.join(l, "id1").join(r, "id2").select("id1", "id2", udf("t1", "t2").alias("score"))
+    weighted = profile.comparator in WEIGHTED_COMPARATORS
+    if "cweights" not in ctokens.columns:
+        ctokens = ctokens.withColumn("cweights", F.transform("ctokens", lambda t: F.lit(1.0)))
+    l = ctokens.select(F.col("record_id").alias("id1"), F.col("ctokens").alias("t1"), F.col("cweights").alias("w1"))
+    r = ctokens.select(F.col("record_id").alias("id2"), F.col("ctokens").alias("t2"), F.col("cweights").alias("w2"))
+    j = pairs.join(l, "id1").join(r, "id2")
+    sc = udf("t1", "w1", "t2", "w2") if weighted else udf("t1", "t2")
+    return j.select("id1", "id2", sc.alias("score"))

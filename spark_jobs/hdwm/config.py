@@ -44,6 +44,9 @@ class LinkageProfile(BaseModel):
     # --- tokenising (DWM14) ---
     tokenizerType: Literal["Splitter", "Compress", "CompressNbr"] = "Splitter"
     removeDuplicateTokens: bool = False
+    #: washline: all-digit tokens lose leading zeros ("010525974" and
+    #: "10525974" are one SSN; a zip "0800" becomes "800" on both sides).
+    stripLeadingZeros: bool = False
 
     # --- global correction (DWM25) ---
     runGlobalCorrection: bool = False
@@ -56,6 +59,11 @@ class LinkageProfile(BaseModel):
     blockByPairs: bool = False
     minBlkTokenLen: int = Field(4, ge=1)
     excludeNumericBlocks: bool = False
+    #: washline: with excludeNumericBlocks, an all-digit token of at least this
+    #: many digits may still block (SSN, phone, date of birth are the best
+    #: keys a person record has; short numbers like house numbers are not).
+    #: 0 = no exception (DWM behaviour).
+    minNumBlkTokenLen: int = Field(0, ge=0)
     #: washline: largest block (references) compared as one group; bigger
     #: blocks are split into deterministic sub-blocks of at most this size.
     maxBlockSize: int = Field(100, ge=2)
@@ -63,7 +71,16 @@ class LinkageProfile(BaseModel):
     # --- stop tokens / comparison (DWM55, DWM65/66) ---
     sigma: int = 12
     removeExcludedBlkTokens: bool = False
-    comparator: Literal["ScoringMatrixKris", "ScoringMatrixStd"] = "ScoringMatrixKris"
+    comparator: Literal[
+        "ScoringMatrixKris", "ScoringMatrixStd", "WeightedTokenMatch", "Cosine", "MongeElkan"
+    ] = "ScoringMatrixKris"
+    #: washline WeightedTokenMatch: a token pair whose similarity is below this
+    #: contributes nothing (weak fuzzy matches between unrelated words are noise).
+    tokenMinSimilarity: float = Field(0.7, ge=0.0, le=1.0)
+    #: washline: with matrixNumTokenRule, two all-digit tokens both at least this
+    #: long are compared by Damerau–Levenshtein instead of exact equality (an
+    #: SSN with a transposed digit is still the same SSN). 0 = always exact.
+    numericFuzzyMinLen: int = Field(0, ge=0)
     matrixNumTokenRule: bool = True
     matrixInitialRule: bool = True
     #: washline: with matrixInitialRule, "exact" = a one-letter token scores

@@ -127,7 +127,7 @@ def run_linkage(
     ).first()
     n_tokens, stops = int(frow["n"]), int(frow["s"] or 0)
     _say(f"distinct tokens={n_tokens} stop tokens (freq>={profile.sigma})={stops} ({time.time() - t0:.1f}s since start)")
-    ctokens = _freeze(comparison_tokens(tokens, freq, profile))
+    ctokens = _freeze(comparison_tokens(tokens, freq, profile, n_refs))
 
     cache = spark.createDataFrame([], "id1 string, id2 string, score double")
     assigned = spark.createDataFrame([], LINKS_SCHEMA)

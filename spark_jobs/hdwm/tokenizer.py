@@ -8,8 +8,8 @@ Tokeniser types (DWM ``tokenizerType``):
 
 * ``Splitter`` – every run of non-word characters (anything but a Unicode
   letter or digit; ``_`` counts as a separator too) splits tokens.
-* ``CompressNbr`` – as Splitter, but punctuation *between two digits* is
-  dropped first, so ``010-52-5974`` → ``010525974`` and ``(501)555-1234`` →
+* ``CompressNbr`` – as Splitter, but punctuation other than a comma *between
+  two digits* is dropped first, so ``010-52-5974`` → ``010525974`` and ``(501)555-1234`` →
   ``501`` + ``5551234`` (DWM v2.30 ``CompressNbr``).
 * ``Compress`` – tokens are whitespace/comma separated and all other
   punctuation is removed inside a token (``O'NEIL`` → ``ONEIL``).
@@ -30,8 +30,13 @@ from .config import LinkageProfile
 _SEP = r"[^\p{L}\p{N}]+"
 
 
-def tokens_column(text_col, tokenizer_type: str = "Splitter", remove_duplicates: bool = False):
+def tokens_column(
+    text_col, tokenizer_type: str = "Splitter", remove_duplicates: bool = False, strip_zeros: bool = False
+):
     """Return a Column expression array<string> of tokens for ``text_col``.
+
+    ``strip_zeros``: all-digit tokens lose their leading zeros ("010" → "10",
+    "000" → "0").
 
     Raises:
         ValueError: unknown tokenizer_type.
@@ -40,7 +45,9 @@ def tokens_column(text_col, tokenizer_type: str = "Splitter", remove_duplicates:
     if tokenizer_type == "Splitter":
         pass
     elif tokenizer_type == "CompressNbr":
-        u = F.regexp_replace(u, r"(?<=\p{N})[^\p{L}\p{N}\s]+(?=\p{N})", "")
+        # commas stay separators: DWM sample files are comma separated, and
+        # "93755,010-52-5974" is a zip followed by an SSN, not one number
+        u = F.regexp_replace(u, r"(?<=\p{N})[^\p{L}\p{N}\s,]+(?=\p{N})", "")
     elif tokenizer_type == "Compress":
         u = F.regexp_replace(u, r"[^\p{L}\p{N}\s,]+", "")
         u = F.regexp_replace(u, r"[\s,]+", " ")
@@ -48,6 +55,13 @@ def tokens_column(text_col, tokenizer_type: str = "Splitter", remove_duplicates:
         raise ValueError(f"unknown tokenizerType {tokenizer_type!r}")
     sep = r"[\s,]+" if tokenizer_type == "Compress" else _SEP
     arr = F.filter(F.split(F.trim(F.regexp_replace(u, sep, " ")), " "), lambda t: F.length(t) > 0)
+    if strip_zeros:
+        arr = F.transform(
+            arr,
+            lambda t: F.when(
+                t.rlike(r"^[0-9]+$"), F.coalesce(F.nullif(F.regexp_replace(t, r"^0+", ""), F.lit("")), F.lit("0"))
+            ).otherwise(t),
+        )
     if remove_duplicates:
         arr = F.array_distinct(arr)
     return arr
@@ -57,5 +71,7 @@ def tokenize(refs: DataFrame, profile: LinkageProfile) -> DataFrame:
     """Tokenise ``refs`` (``record_id``, ``text``) → (``record_id``, ``tokens``)."""
     return refs.select(
         F.col("record_id").cast("string").alias("record_id"),
-        tokens_column(F.col("text"), profile.tokenizerType, profile.removeDuplicateTokens).alias("tokens"),
+        tokens_column(
+            F.col("text"), profile.tokenizerType, profile.removeDuplicateTokens, profile.stripLeadingZeros
+        ).alias("tokens"),
     )

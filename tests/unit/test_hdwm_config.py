@@ -10,7 +10,7 @@ from hdwm.config import LinkageProfile, ProfileError, load_profile
 def test_default_profile_loads_with_dwm_names():
     p = load_profile("default")
     assert p.name == "default"
-    assert p.comparator == "ScoringMatrixKris"
+    assert p.comparator == "WeightedTokenMatch"  # washline default; DWM matrices stay available
     assert 2 <= p.beta < p.sigma
     assert 0 < p.mu <= 1 and p.muIterate > 0
 
@@ -39,7 +39,7 @@ def test_dwm_template_defaults():
         ("beta: 20\nsigma: 10\n", "beta must be ≥ 2 and < sigma"),
         ("beta: 1\n", "beta must be ≥ 2 and < sigma"),
         ("mu: 1.5\n", "mu"),
-        ("comparator: Cosine\n", "comparator"),
+        ("comparator: Jaccard\n", "comparator"),
         ("betta: 3\n", "betta"),
         ("- a\n- b\n", "mapping"),
     ],

@@ -1,0 +1,91 @@
+"""washline extensions of HDWM: number-aware tokens, numeric blocking keys and
+the frequency-weighted comparators (WeightedTokenMatch, Cosine, Monge–Elkan)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from hdwm.compare import score_weighted
+from hdwm.config import LinkageProfile, load_profile
+
+
+def test_weighted_token_match_hand_example():
+    # A = SMITH(w 3) JOHN(w 1) 12(w 2); B = SMYTH(w 3) JOHN(w 1)
+    # SMITH~SMYTH sim 0.8 ≥ 0.7 → 0.8·min(3,3)=2.4; JOHN~JOHN 1·1 = 1; 12 unmatched
+    # score = 3.4 / min(Σa=6, Σb=4) = 0.85
+    s = score_weighted(["SMITH", "JOHN", "12"], [3, 1, 2], ["SMYTH", "JOHN"], [3, 1])
+    assert s == pytest.approx(3.4 / 4)
+    # the rare token dominates: the same two tokens with swapped weights
+    s2 = score_weighted(["SMITH", "JOHN"], [1, 3], ["SMYTH", "JOHN"], [1, 3])
+    assert s2 == pytest.approx((0.8 * 1 + 3) / 4)
+    # below tokenMinSimilarity a token pair counts nothing
+    assert score_weighted(["ABCD"], [1], ["ABXY"], [1], token_min_similarity=0.7) == 0.0
+    assert score_weighted([], [], ["A"], [1]) == 0.0
+
+
+def test_numeric_rules_in_weighted_match():
+    # short numbers exact only; long numbers (≥ 7 digits) tolerate a transposition
+    assert score_weighted(["123"], [1], ["124"], [1]) == 0.0
+    ssn_a, ssn_b = "10525974", "10525947"
+    assert score_weighted([ssn_a], [1], [ssn_b], [1], numeric_fuzzy_min_len=7) == pytest.approx(1 - 1 / 8)
+    assert score_weighted([ssn_a], [1], [ssn_b], [1], numeric_fuzzy_min_len=0) == 0.0
+
+
+def test_cosine_and_monge_elkan():
+    # cosine of {A:1, B:1} and {A:1, C:1} = 1/2
+    assert score_weighted(["A", "B"], [1, 1], ["A", "C"], [1, 1], comparator="Cosine") == pytest.approx(0.5)
+    # Monge–Elkan: best matches JOHN→JOHN 1, SMITH→SMYTH 0.8 both ways → 0.9
+    me = score_weighted(["JOHN", "SMITH"], None, ["JOHN", "SMYTH"], None, comparator="MongeElkan")
+    assert me == pytest.approx(0.9)
+    with pytest.raises(ValueError, match="unknown comparator"):
+        score_weighted(["A"], [1], ["A"], [1], comparator="Nope")
+
+
+def test_default_profile_uses_washline_extensions():
+    p = load_profile("default")
+    assert p.comparator == "WeightedTokenMatch"
+    assert p.stripLeadingZeros and p.tokenizerType == "CompressNbr" and p.minNumBlkTokenLen == 5
+    with pytest.raises(ValueError):
+        LinkageProfile(tokenMinSimilarity=1.5)
+
+
+@pytest.mark.spark
+def test_strip_zeros_and_compress_numbers(spark):
+    from hdwm.tokenizer import tokenize
+
+    prof = LinkageProfile(beta=4, sigma=10, tokenizerType="CompressNbr", stripLeadingZeros=True,
+                          removeDuplicateTokens=True)
+    df = spark.createDataFrame([("r1", "ssn 010-52-5974, 10525974,93755,000 0800")], "record_id string, text string")
+    assert tokenize(df, prof).first().tokens == ["SSN", "10525974", "93755", "0", "800"]
+
+
+@pytest.mark.spark
+def test_long_numbers_block_when_excluded(spark):
+    from hdwm.blocking import build_blocks
+    from hdwm.frequency import token_frequencies
+
+    toks = spark.createDataFrame(
+        [("a", ["1234567", "12", "SMITH"]), ("b", ["1234567", "12", "JONES"]), ("c", ["12", "BROWN"])],
+        "record_id string, tokens array<string>",
+    )
+    freq = token_frequencies(toks)
+    base = dict(beta=4, sigma=10, minBlkTokenLen=2, excludeNumericBlocks=True)
+    assert build_blocks(toks, freq, LinkageProfile(**base)).pairs.count() == 0
+    got = build_blocks(toks, freq, LinkageProfile(**base, minNumBlkTokenLen=5)).pairs.collect()
+    assert [(r.id1, r.id2) for r in got] == [("a", "b")]
+
+
+@pytest.mark.spark
+def test_comparison_tokens_carry_idf_weights(spark):
+    from hdwm.compare import comparison_tokens
+    from hdwm.frequency import token_frequencies
+
+    toks = spark.createDataFrame([("a", ["X", "Y"]), ("b", ["X"]), ("c", [])],
+                                 "record_id string, tokens array<string>")
+    prof = LinkageProfile(beta=2, sigma=10, minBlkTokenLen=1)
+    rows = {r.record_id: r for r in comparison_tokens(toks, token_frequencies(toks), prof, 3).collect()}
+    assert rows["a"].ctokens == ["X", "Y"]
+    assert rows["a"].cweights == pytest.approx([math.log(3 / 2), math.log(3)])
+    assert rows["c"].ctokens == [] and rows["c"].cweights == []

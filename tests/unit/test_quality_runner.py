@@ -1,0 +1,142 @@
+"""Unit tests of the GX runner's pure parts: settings, suites, dialect adaptation,
+datasource construction (no secret in what GX stores), result reduction."""
+
+from __future__ import annotations
+
+import json
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from washline.quality import runner
+
+
+def test_config_defaults_and_sources():
+    cfg = runner.load_config()
+    assert cfg["cluster_size"] == {"min": 1, "max": 50}
+    assert 0.0 <= cfg["singleton_share"]["min"] <= cfg["singleton_share"]["max"] <= 1.0
+    assert cfg["source_names"] == ["febrl"]
+    assert cfg["suites"] == list(runner.SUITE_NAMES)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("cluster_size: {min: 5, max: 2}\nsingleton_share: {min: 0, max: 1}\n", "cluster_size"),
+    ("cluster_size: {min: 1, max: 2}\nsingleton_share: {min: 0.5, max: 1.5}\n", "singleton_share"),
+    ("cluster_size: {min: 1}\nsingleton_share: {min: 0, max: 1}\n", "numeric min and max"),
+])
+def test_bad_config_is_refused(tmp_path, body, message):
+    path = tmp_path / "quality.yaml"
+    path.write_text(body)
+    with pytest.raises(runner.QualityConfigError, match=message):
+        runner.load_config(path)
+
+
+@pytest.mark.parametrize("name", runner.SUITE_NAMES)
+def test_suites_are_valid_and_tagged(name):
+    import great_expectations as gx
+
+    spec = runner.load_suite_spec(name)
+    assert spec["name"] == name
+    known = set(runner.suite_parameters({"staging_records": 1, "staging_links": 1, "staging_clusters": 1},
+                                        runner.load_config()))
+    for exp in spec["expectations"]:
+        assert exp["meta"]["severity"] in ("critical", "warning"), exp
+        assert set(re.findall(r'"\$PARAMETER": "(\w+)"', json.dumps(exp))) <= known
+    # Each table reconciles its row count with an upstream figure.
+    assert any(e["type"] == "expect_table_row_count_to_equal" for e in spec["expectations"])
+    gx.ExpectationSuite(name=name, expectations=spec["expectations"])
+    for dialect in ("mssql", "sqlite"):
+        adapted = runner.adapt_for_dialect(spec, dialect)
+        gx.ExpectationSuite(name=name, expectations=adapted["expectations"])
+
+
+def test_mssql_gets_like_patterns_instead_of_regex():
+    spec = runner.adapt_for_dialect(runner.load_suite_spec("staging_records"), "mssql")
+    types = [e["type"] for e in spec["expectations"]]
+    assert "expect_column_values_to_match_regex" not in types
+    postcode = [e for e in spec["expectations"] if e["kwargs"].get("column") == "postcode"][0]
+    assert postcode["type"] == "expect_column_values_to_match_like_pattern"
+    assert postcode["meta"]["severity"] == "critical" and "mssql" not in postcode["meta"]
+    untouched = runner.adapt_for_dialect(runner.load_suite_spec("staging_records"), "postgres")
+    assert "expect_column_values_to_match_regex" in [e["type"] for e in untouched["expectations"]]
+
+
+def conn(**kw):
+    base = dict(conn_type="postgres", host="db", port=5432, login="u", password="s3cr3t!@", schema="w",
+                extra_dejson={})
+    base.update(kw)
+    return SimpleNamespace(**base)
+
+
+def test_postgres_datasource_keeps_the_password_out_of_the_config():
+    method, kwargs, secret = runner.datasource_spec(conn(), "postgres", "WASHLINE_GX_SECRET_X")
+    assert method == "add_or_update_postgres"
+    assert kwargs == {"connection_string": "${WASHLINE_GX_SECRET_X}"}
+    assert secret.startswith("postgresql+psycopg://u:") and "@db:5432/w" in secret
+    assert "s3cr3t" in secret.replace("%21", "!").replace("%40", "@")
+
+
+def test_oracle_and_sqlite_datasources():
+    method, kwargs, secret = runner.datasource_spec(
+        conn(conn_type="oracle", port=None, schema=None, extra_dejson={"service_name": "FREEPDB1"}), "oracle", "V")
+    assert method == "add_or_update_sql" and kwargs == {"connection_string": "${V}"}
+    assert secret.startswith("oracle+oracledb://u:") and "service_name=FREEPDB1" in secret and ":1521" in secret
+    method, kwargs, secret = runner.datasource_spec(conn(conn_type="sqlite", host="/x/s.db"), "sqlite", "V")
+    assert (method, kwargs, secret) == ("add_or_update_sqlite", {"connection_string": "sqlite:////x/s.db"}, None)
+
+
+def test_mssql_datasource_uses_add_sql_server(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "pyodbc" else real(n, *a))
+    with pytest.raises(RuntimeError, match="pyodbc"):
+        runner.datasource_spec(conn(conn_type="mssql"), "mssql", "V")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: object() if n == "pyodbc" else real(n, *a))
+    method, kwargs, secret = runner.datasource_spec(
+        conn(conn_type="mssql", port=None, extra_dejson={"trust_server_certificate": "true"}), "mssql", "V")
+    assert method == "add_or_update_sql_server" and secret == "s3cr3t!@"
+    assert kwargs["password"] == "${V}" and kwargs["database"] == "w" and kwargs["port"] == 1433
+    assert kwargs["trust_server_certificate"] is True and kwargs["schema"] == "dbo"
+
+
+def test_query_is_restricted_to_the_slice_and_checks_ds():
+    for suite in runner.SUITE_NAMES:
+        q = runner.query_for(suite, "2025-01-01", "postgres")
+        assert q.count("'2025-01-01'") >= 2 and "{" not in q
+    assert "TO_CHAR(r.date_of_birth" in runner.query_for("staging_records", "2025-01-01", "oracle")
+    with pytest.raises(ValueError):
+        runner.query_for("staging_records", "2025-01-01' OR '1'='1", "sqlite")
+
+
+def test_raised_exception_reads_both_shapes():
+    assert runner.raised_exception({"raised_exception": True, "exception_message": "boom"}) == "boom"
+    assert runner.raised_exception({"m1": {"raised_exception": False}, "m2": {"raised_exception": True,
+                                                                             "exception_message": "x"}}) == "x"
+    assert runner.raised_exception({"raised_exception": False}) is None
+    assert runner.raised_exception(None) is None
+
+
+@pytest.mark.parametrize("rows, status, blocks", [
+    ([("PASS", "critical"), ("PASS", "warning")], "PASS", False),
+    ([("PASS", "critical"), ("FAIL", "warning")], "WARN", False),
+    ([("FAIL", "critical"), ("FAIL", "warning")], "FAIL", True),
+    ([("ERROR", "warning"), ("PASS", "critical")], "ERROR", True),
+    ([("SKIPPED", "critical"), ("PASS", "critical")], "PASS", False),
+])
+def test_overall_status(rows, status, blocks):
+    assert runner.overall([{"status": s, "severity": v} for s, v in rows]) == {"status": status,
+                                                                                 "blocks_publish": blocks}
+
+
+def test_format_table_shows_counts_samples_and_errors():
+    summary = {"expectations": [
+        {"suite": "staging_records", "expectation": "expect_column_values_to_match_regex", "column": "postcode",
+         "severity": "critical", "status": "FAIL", "unexpected_count": 3, "unexpected_percent": 0.3,
+         "observed_value": None, "sample": ["20X0"], "exception": None},
+        {"suite": "staging_records", "expectation": "expect_column_values_to_not_be_null", "column": "nope",
+         "severity": "warning", "status": "ERROR", "unexpected_count": None, "unexpected_percent": None,
+         "observed_value": None, "sample": [], "exception": "column nope does not exist"}]}
+    text = runner.format_table(summary)
+    assert "20X0" in text and " 3 " in text and "0.30" in text and "does not exist" in text
