@@ -63,7 +63,7 @@ def test_mssql_gets_like_patterns_instead_of_regex():
 
 
 def conn(**kw):
-    base = dict(conn_type="postgres", host="db", port=5432, login="u", password="s3cr3t!@", schema="w",
+    base = dict(conn_type="postgres", host="db", port=5432, login="u", password="s3cr3t!@", schema="w",  # secret-scan: allow (a fake, to prove it never reaches a file)
                 extra_dejson={})
     base.update(kw)
     return SimpleNamespace(**base)
