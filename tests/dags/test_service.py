@@ -115,3 +115,79 @@ def test_trigger_with_params_through_rest_api(service):
     conn.close()
     summary = json.loads((service["data"] / "lake" / "reports" / DS / "run_summary.json").read_text())
     assert published == summary["rows"]["curated"] == 1000
+
+
+def cdp_screenshot(url: str, token: str, cookie_url: str, out: Path, wait_text: str, timeout: float = 90.0) -> str:
+    """Open ``url`` in headless Chromium logged in with ``token`` (the simple auth
+    manager's ``_token`` cookie, set over the DevTools protocol), wait until the
+    page text contains ``wait_text``, save a PNG to ``out`` and return the text."""
+    import asyncio
+    import base64
+    import tempfile
+
+    import websockets
+
+    profile = Path(tempfile.mkdtemp(prefix="chromium-"))
+    proc = subprocess.Popen(
+        ["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--no-first-run", "--disable-sync", f"--user-data-dir={profile}",
+         "--remote-debugging-port=0", "--window-size=1400,900", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 30
+        while not port_file.exists() or not port_file.read_text().strip():
+            assert time.monotonic() < deadline, "Chromium did not open its DevTools port"
+            time.sleep(0.2)
+        port = int(port_file.read_text().split()[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as resp:
+            page = next(t for t in json.load(resp) if t["type"] == "page")
+
+        async def drive() -> str:
+            async with websockets.connect(page["webSocketDebuggerUrl"], max_size=50_000_000) as ws:
+                counter = 0
+
+                async def call(method, **params):
+                    nonlocal counter
+                    counter += 1
+                    await ws.send(json.dumps({"id": counter, "method": method, "params": params}))
+                    while True:
+                        msg = json.loads(await ws.recv())
+                        if msg.get("id") == counter:
+                            assert "error" not in msg, msg
+                            return msg.get("result", {})
+
+                await call("Network.enable")
+                await call("Network.setCookie", name="_token", value=token, url=cookie_url)
+                await call("Page.navigate", url=url)
+                text = ""
+                end = time.monotonic() + timeout
+                while time.monotonic() < end:
+                    await asyncio.sleep(1)
+                    res = await call("Runtime.evaluate", expression="document.body ? document.body.innerText : ''")
+                    text = res.get("result", {}).get("value", "")
+                    if wait_text in text:
+                        break
+                await asyncio.sleep(1)
+                shot = await call("Page.captureScreenshot", format="png")
+                out.write_bytes(base64.b64decode(shot["data"]))
+                return text
+
+        return asyncio.run(drive())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(),
+                    reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_ui_dag_page_in_headless_chromium(service):
+    """The UI's DAG page, logged in as admin, shows washline_nightly; the
+    screenshot is kept as a test artefact under the service's data root."""
+    base = f"http://127.0.0.1:{service['port']}"
+    out = service["data"] / "ui-washline_nightly.png"
+    text = cdp_screenshot(f"{base}/dags/washline_nightly", service["api"].token, base, out, "washline_nightly")
+    assert "washline_nightly" in text, text[:2000]
+    assert out.stat().st_size > 10_000
+    print(f"screenshot: {out}")
