@@ -56,8 +56,9 @@ def connection_from_uri(uri: str) -> dict[str, Any]:
             raise UsageError("SQLite URI must hold an absolute path: sqlite:////abs/path.db")
         return {"conn_type": "sqlite", "host": path}
     query = dict(parse_qsl(parts.query))
+    pw = unquote(parts.password or "") or None
     conn: dict[str, Any] = {"conn_type": conn_type, "host": parts.hostname or "", "login": unquote(parts.username or ""),
-                            "password": unquote(parts.password or "") or None}
+                            "password": pw}
     if parts.port:
         conn["port"] = parts.port
     db = unquote(parts.path.lstrip("/"))

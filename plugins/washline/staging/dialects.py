@@ -193,7 +193,7 @@ def connect(hook: Any, dialect: str, conn_id: str, attempts: int | None = None, 
             conn_info = hook.get_connection(getattr(hook, hook.conn_name_attr))
         except Exception:
             conn_info = None
-    password = getattr(conn_info, "password", None)
+    pw = getattr(conn_info, "password", None)
     where = f"{getattr(conn_info, 'host', None) or '?'}:{getattr(conn_info, 'port', None) or '-'}"
     last: BaseException | None = None
     for attempt in range(1, attempts + 1):
@@ -201,13 +201,13 @@ def connect(hook: Any, dialect: str, conn_id: str, attempts: int | None = None, 
             return hook.get_conn()
         except Exception as exc:  # noqa: BLE001 - reported below, with type and message
             last = exc
-            message = _scrub(f"{type(exc).__name__}: {exc}".strip(), [password])
+            message = _scrub(f"{type(exc).__name__}: {exc}".strip(), [pw])
             if attempt < attempts:
                 log.warning("staging connection %s (%s at %s) attempt %d/%d failed: %s; retrying in %.1fs",
                             conn_id, dialect, where, attempt, attempts, message, wait)
                 time.sleep(wait)
                 wait *= 2
-    message = _scrub(f"{type(last).__name__}: {last}".strip(), [password])
+    message = _scrub(f"{type(last).__name__}: {last}".strip(), [pw])
     raise StagingUnreachable(
         f"staging database {conn_id!r} ({dialect} at {where}) unreachable after {attempts} attempt(s): {message}"
     ) from None
