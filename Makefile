@@ -46,8 +46,8 @@ help:
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
-	$(BIN)/uv pip install --python $(BIN)/python --compile-bytecode -r requirements.txt
-	$(BIN)/uv pip install --python $(BIN)/python --no-deps -e .
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode -r requirements.txt
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
 	@touch $@
 
 venv: $(STAMP)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import shutil
 import sys
 import tempfile
 import time
@@ -21,17 +23,31 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from washline.paths import PROFILE_PATTERN, REPO_ROOT, RunPaths, validate_name
+from washline.paths import PROFILE_PATTERN, REPO_ROOT, ParamError, RunPaths, validate_name
 
 SPARK_JOBS = REPO_ROOT / "spark_jobs"
 JOBS = ("cleanse", "link")
 
-#: Spark settings every washline job gets; the connection and ``conf`` may add more.
+#: Spark settings every washline job gets; the operator's ``conf`` overrides them.
+#: Driver memory is in JVM units ("2g"); in local mode the driver is also the executor.
 BASE_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": os.environ.get("WASHLINE_SPARK_DRIVER_MEMORY", "2g"),
 }
+
+#: spark-submit exit codes that a retry cannot fix, per job, with what they mean
+#: (see spark_jobs/cleanse.py and spark_jobs/link.py; 52 is Spark's exit code for
+#: an OutOfMemoryError in the driver/executor JVM).
+PERMANENT_EXIT_CODES: dict[str, dict[int, str]] = {
+    "cleanse": {2: "bad arguments or source configuration", 3: "no input for the date",
+                4: "row-count invariant failed (rows in != curated + quarantined)",
+                52: "Spark ran out of memory; raise spark.driver.memory / executor memory"},
+    "link": {2: "bad linkage profile",
+             52: "Spark ran out of memory; raise spark.driver.memory / executor memory"},
+}
+EXIT_CODE = re.compile(r"Error code is: (\d+)")
 
 
 def build_pyfiles_zip(dest_dir: Path) -> Path:
@@ -120,6 +136,33 @@ class SparkJobOperator(SparkSubmitOperator):
         self.job = job
 
     def execute(self, context: Any) -> dict[str, Any]:
+        """Run the job; a permanent failure (bad Param, no input, bad profile,
+        out of memory) fails without retries, and every failure's one-line
+        cause is pushed to XCom under key ``error`` for the run summary."""
+        from airflow.sdk.exceptions import AirflowFailException
+
+        try:
+            return self._run(context)
+        except Exception as exc:
+            code = None
+            match = EXIT_CODE.search(str(exc))
+            if match:
+                code = int(match.group(1))
+            meaning = PERMANENT_EXIT_CODES.get(self.job, {}).get(code) if code is not None else None
+            if isinstance(exc, AirflowFailException):
+                message = str(exc)
+            elif meaning:
+                message = f"{self.job} failed permanently (spark-submit exit {code}: {meaning}); see the task log"
+            else:
+                message = f"{self.job}: {type(exc).__name__}: {str(exc)[:500]}"
+            context["ti"].xcom_push(key="error", value=message)
+            if meaning or isinstance(exc, ParamError):
+                raise AirflowFailException(message) from exc
+            raise
+
+    def _run(self, context: Any) -> dict[str, Any]:
+        from airflow.sdk.exceptions import AirflowFailException
+
         params = context["params"]
         paths = RunPaths.for_run(context["ds"], params.get("input_folder", "landing"))
         profile = validate_name(params.get("profile", "default"), PROFILE_PATTERN, "profile")
@@ -133,8 +176,6 @@ class SparkJobOperator(SparkSubmitOperator):
             # Decision (documented in README): a night without input FAILS,
             # without retries, so on-call sees a missing feed; nothing is
             # published and the next date's run is not blocked.
-            from airflow.sdk.exceptions import AirflowFailException
-
             raise AirflowFailException(f"no input for {paths.ds} in {paths.landing} (expected <source>/{paths.ds}/*.csv)")
         metrics_path = job_metrics_path(self.job, paths)
         metrics_path.unlink(missing_ok=True)  # never report a previous attempt's figures
@@ -147,4 +188,11 @@ class SparkJobOperator(SparkSubmitOperator):
         metrics = json.loads(metrics_path.read_text())
         metrics["task_seconds"] = seconds
         self.log.info("washline %s done in %.1f s: %s", self.job, seconds, json.dumps(metrics)[:2000])
+        if self.job == "link":
+            # Checkpoints only cut lineage while the job runs; a rerun starts afresh.
+            shutil.rmtree(paths.checkpoints, ignore_errors=True)
+        if self.job == "cleanse" and not metrics.get("rows_curated"):
+            raise AirflowFailException(
+                f"no valid rows for {paths.ds}: {metrics.get('rows_in', 0)} row(s) in, "
+                f"{metrics.get('rows_quarantined', 0)} quarantined {metrics.get('quarantined_by_reason') or ''}")
         return metrics

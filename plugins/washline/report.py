@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 
-def build_summary(ds: str, run_id: str, results: dict[str, Any]) -> dict[str, Any]:
+def build_summary(ds: str, run_id: str, results: dict[str, Any],
+                  errors: dict[str, str | None] | None = None) -> dict[str, Any]:
     """Assemble the summary from the tasks' XCom results.
 
     Args:
@@ -22,6 +23,8 @@ def build_summary(ds: str, run_id: str, results: dict[str, Any]) -> dict[str, An
         results: task id → that task's XCom (None when the task did not
             succeed). Keys used: ``cleanse``, ``link``, ``load_staging``,
             ``check_integrity``, ``check_quality``, ``publish``.
+        errors: task id → the one-line cause the task pushed when it failed
+            (XCom key ``error``); it replaces "did not succeed" in the reasons.
 
     Returns:
         JSON-ready dict: ``rows`` (in, curated, quarantined by reason, loaded),
@@ -35,20 +38,26 @@ def build_summary(ds: str, run_id: str, results: dict[str, Any]) -> dict[str, An
     quality = results.get("check_quality") or {}
     publish = results.get("publish")
 
+    errors = {k: v for k, v in (errors or {}).items() if v}
     reasons = []
     for task in ("cleanse", "link", "load_staging"):
         if results.get(task) is None:
-            reasons.append(f"{task} did not succeed")
-    if integrity.get("verdict") not in ("PASS", "WARN"):
+            reasons.append(errors.get(task) or f"{task} did not succeed")
+            break  # later tasks never ran; the first failure is the cause
+    staged = not reasons
+    if staged and integrity.get("verdict") not in ("PASS", "WARN"):
+        finding = (integrity.get("findings") or [{}])[0].get("message")
         reasons.append(f"check_integrity verdict {integrity.get('verdict', 'not run')}"
-                       + (f" ({integrity.get('error')})" if integrity.get("error") else ""))
-    if quality.get("status") not in ("PASS", "WARN"):
+                       + (f" ({integrity.get('error')})" if integrity.get("error") else "")
+                       + (f"; first finding: {finding}" if finding else ""))
+    if staged and quality.get("status") not in ("PASS", "WARN"):
         failed = [f"{e['expectation']}({e['column'] or ''})" for e in quality.get("expectations", [])
                   if e["status"] == "ERROR" or (e["status"] == "FAIL" and e["severity"] == "critical")]
         reasons.append(f"check_quality status {quality.get('status', 'not run')}"
-                       + (f": {', '.join(failed)}" if failed else ""))
+                       + (f": {', '.join(failed)}" if failed else "")
+                       + (f" ({errors['check_quality']})" if not quality and errors.get("check_quality") else ""))
     if publish is None and not reasons:
-        reasons.append("publish did not succeed")
+        reasons.append(errors.get("publish") or "publish did not succeed")
 
     seconds = {
         "cleanse": cleanse.get("task_seconds"),

@@ -7,12 +7,47 @@ can be unit-tested with a plain dict.
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from washline.paths import CONN_ID_PATTERN, RunPaths, validate_ds, validate_name
 
 log = logging.getLogger(__name__)
+
+
+def is_permanent(exc: BaseException) -> bool:
+    """Errors a retry cannot fix: bad Params, unsupported or drifted schemas,
+    bad values, an empty staging slice, a damaged database file."""
+    import sqlite3
+
+    from washline.staging.publish import NothingToPublish
+
+    return isinstance(exc, (ValueError, NothingToPublish, sqlite3.DatabaseError))
+
+
+def reports_errors(task: str) -> Callable:
+    """Decorate a task body: push its failure's one-line cause to XCom key
+    ``error`` (the report task names it) and turn permanent errors into
+    ``AirflowFailException`` so Airflow does not retry them."""
+
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def run(context: Mapping[str, Any], *args: Any, **kwargs: Any) -> Any:
+            from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+            try:
+                return fn(context, *args, **kwargs)
+            except Exception as exc:
+                message = str(exc) if isinstance(exc, AirflowException) else f"{type(exc).__name__}: {exc}"
+                context["ti"].xcom_push(key="error", value=f"{task}: {message[:500]}")
+                if not isinstance(exc, AirflowException) and is_permanent(exc):
+                    raise AirflowFailException(f"{task}: {message}") from exc
+                raise
+
+        return run
+
+    return wrap
 
 
 def run_ds(context: Mapping[str, Any]) -> str:
@@ -41,12 +76,34 @@ def staging_schema(context: Mapping[str, Any]) -> str | None:
     return context["params"].get("staging_schema") or None
 
 
+@reports_errors("load_staging")
 def load_staging(context: Mapping[str, Any]) -> dict[str, Any]:
-    """Replace the date's staging slice with the cleanse and link outputs."""
+    """Replace the date's staging slice with the cleanse and link outputs.
+
+    Raises:
+        AirflowFailException: the staging database file is damaged (the
+            message carries the integrity check's verdict), or the data does
+            not fit the staging schema.
+    """
+    import sqlite3
+
     from washline.staging.load import load_slice
 
     paths = run_paths(context)
-    result = load_slice(
+    try:
+        result = _load(context, paths, load_slice)
+    except sqlite3.DatabaseError as exc:
+        # A damaged file surfaces here first; name the corruption, not just the error.
+        from washline.integrity import run_check
+
+        report = run_check(staging_conn_id(context), mode="physical_only")
+        raise sqlite3.DatabaseError(f"{exc}; integrity check of the staging database: {report.summary()}") from exc
+    log.info("loaded ds=%s into staging: %s", paths.ds, result["rows"])
+    return result
+
+
+def _load(context: Mapping[str, Any], paths: RunPaths, load_slice: Callable) -> dict[str, Any]:
+    return load_slice(
         staging_conn_id(context),
         paths.ds,
         {
@@ -57,10 +114,9 @@ def load_staging(context: Mapping[str, Any]) -> dict[str, Any]:
         load_id=context["run_id"],
         schema=staging_schema(context),
     )
-    log.info("loaded ds=%s into staging: %s", paths.ds, result["rows"])
-    return result
 
 
+@reports_errors("check_quality")
 def check_quality(context: Mapping[str, Any], expected_row_count: int,
                   link_metrics: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Validate the staging slice with the GX suites (one per staging table);
@@ -96,6 +152,7 @@ def check_quality(context: Mapping[str, Any], expected_row_count: int,
     return summary
 
 
+@reports_errors("publish")
 def publish(context: Mapping[str, Any]) -> dict[str, Any]:
     """Atomically publish the audited staging slice of the date, and attach
     ``ds``, ``load_id`` and row counts to the ``washline_published`` asset event."""
@@ -121,7 +178,13 @@ def report(context: Mapping[str, Any]) -> dict[str, Any]:
     from washline.report import build_summary, render, write_json_atomic
 
     ti = context["ti"]
-    paths = run_paths(context)
+    # The summary's place depends only on the date, so a bad input_folder Param
+    # still gets a summary that says so.
+    paths = RunPaths.for_run(run_ds(context))
+    errors = {
+        task: ti.xcom_pull(task_ids=task, key="error")
+        for task in ("cleanse", "link", "load_staging", "check_integrity", "check_quality", "publish")
+    }
     results = {
         "cleanse": ti.xcom_pull(task_ids="cleanse"),
         "link": ti.xcom_pull(task_ids="link"),
@@ -130,7 +193,7 @@ def report(context: Mapping[str, Any]) -> dict[str, Any]:
         "check_quality": ti.xcom_pull(task_ids="check_quality", key="report"),
         "publish": ti.xcom_pull(task_ids="publish"),
     }
-    summary = build_summary(paths.ds, context["run_id"], results)
+    summary = build_summary(paths.ds, context["run_id"], results, errors)
     write_json_atomic(paths.summary, summary)
     log.info("%s\nsummary written to %s", render(summary), paths.summary)
     if not summary["published"]:

@@ -258,6 +258,8 @@ def test_injected_fault_is_caught_and_blocks_publish(fault, loaded, tmp_path, mo
     assert row["status"] == "FAIL" and row["severity"] == "critical", runner.format_table(summary)
     if count is not None:
         assert row["unexpected_count"] == count, runner.format_table(summary)
+        # The failure shows a few of its values (fetched by the targeted sample run only).
+        assert 1 <= len(row["sample"]) <= runner.SAMPLE_COUNT, runner.format_table(summary)
     else:
         assert row["observed_value"] == 1000
     assert failing(summary) <= {(suite, expectation, column)} | spec["also"], runner.format_table(summary)
@@ -305,6 +307,109 @@ def test_expectation_that_raises_is_error(loaded, febrl_parquet, tmp_path, reque
     # Everything else still passes: the ERROR alone blocks, though its severity is only warning.
     assert failing(summary) == {("staging_records", "expect_column_values_to_not_be_null", "no_such_column")}
     assert summary["status"] == "ERROR" and summary["blocks_publish"]
+
+
+# ---------------------------------------------------------------------------
+# Avoided reads: per-run views as table assets, samples only where needed
+# ---------------------------------------------------------------------------
+
+
+def slice_views_left(conn_id):
+    """Names of ``wlgx_*`` views that still exist (any schema)."""
+    hook, dialect = get_db_hook(conn_id)
+    sql = ("SELECT name FROM sqlite_master WHERE type = 'view' AND name LIKE 'wlgx%'" if dialect == "sqlite" else
+           "SELECT table_schema || '.' || table_name FROM information_schema.views WHERE table_name LIKE 'wlgx%'")
+    return [r[0] for r in fetch(conn_id, sql)]
+
+
+def test_no_full_slice_reads_and_views_are_dropped(loaded, febrl_parquet, tmp_path):
+    """GX reads the slice only through aggregates. Before: a query asset's
+    column reflection ran each slice query and fetched all its rows, and every
+    expectation, passing or not, sent a ``… LIMIT 5`` query for sample values.
+    Now: column names come from the catalogue, the validation run's sample
+    queries carry ``LIMIT 0``, and only expectations with unexpected values
+    (FEBRL1's state typos and missing surnames) get a ``LIMIT 5`` sample query."""
+    counts = febrl_parquet["counts"]
+    summary = runner.validate_slice(loaded, DS, counts["records"], tmp_path / "docs",
+                                    expected_link_rows=counts["links"], expected_cluster_rows=counts["clusters"],
+                                    keep_sql=True)
+    assert summary["status"] == "PASS", runner.format_table(summary)
+    assert summary["slice_source"] == "view" and len(summary["views"]) == 3
+    statements = summary["sql"]
+    # GX never ran a slice query itself (the joins live in the views).
+    assert not [st["sql"] for st in statements if "JOIN (SELECT" in st["sql"] or "LEFT JOIN" in st["sql"]]
+    reads = runner.row_reads(statements, summary["views"])
+    with_values = [e for e in summary["expectations"] if (e["unexpected_count"] or 0) > 0]
+    assert {e["column"] for e in with_values} == {"state", "surname"}, runner.format_table(summary)
+    assert len(reads) == len(with_values), reads
+    assert all(r["limit"] == runner.SAMPLE_COUNT for r in reads), reads
+    assert all(e["sample"] for e in with_values)
+    assert summary["samples"] == {"expectations": 2, "error": None}
+    assert slice_views_left(loaded) == []
+
+    # The classifier is not blind: through query assets (the previous runner)
+    # GX's column reflection fetches each slice query's rows, with no LIMIT.
+    before = runner.validate_staging(
+        loaded, DS, {"staging_records": counts["records"], "staging_links": counts["links"],
+                     "staging_clusters": counts["clusters"]}, tmp_path / "docs-query", use_views=False)
+    assert before["status"] == "PASS" and before["slice_source"] == "query"
+    marks = [" ".join(runner.query_for(s, DS, before["dialect"]).split())[:60] for s in runner.SLICE_QUERIES]
+    full = [r for r in runner.row_reads(before["sql"], marks) if r["limit"] is None]
+    assert len(full) == 3, full
+
+
+def test_views_are_dropped_when_validation_fails_midway(loaded, febrl_parquet, tmp_path, monkeypatch):
+    import great_expectations as gx
+
+    def boom(self, *args, **kwargs):
+        assert len(slice_views_left(loaded)) == 3  # the views exist while GX runs
+        raise RuntimeError("checkpoint blew up")
+
+    monkeypatch.setattr(gx.Checkpoint, "run", boom)
+    summary = validate(loaded, tmp_path, febrl_parquet["counts"])
+    assert summary["status"] == "ERROR" and summary["blocks_publish"] and "blew up" in summary["error"]
+    assert slice_views_left(loaded) == []
+
+
+def test_concurrent_runs_get_their_own_views(loaded):
+    """Two runs (two dates, or the same date twice) hold distinct views at once."""
+    from washline.staging.dialects import dialect_for
+
+    dialect = dialect_for(json.loads(os.environ["AIRFLOW_CONN_TEST_STAGING"])["conn_type"])
+    suites = list(runner.SUITE_NAMES)
+    with runner.slice_views(loaded, DS, dialect, suites) as a, \
+            runner.slice_views(loaded, OTHER_DS, dialect, suites) as b, \
+            runner.slice_views(loaded, DS, dialect, suites) as c:
+        names = [*a.values(), *b.values(), *c.values()]
+        assert len(set(names)) == 9
+        assert sorted(n.split(".")[-1] for n in slice_views_left(loaded)) == sorted(names)
+        counts = {v: fetch(loaded, f"SELECT COUNT(*) FROM {v}")[0][0] for v in (a["staging_records"],
+                                                                                b["staging_records"])}
+        assert set(counts.values()) == {1000}  # each view holds its own date's slice
+        assert "20250101" in a["staging_records"] and "20250102" in b["staging_records"]
+    assert slice_views_left(loaded) == []
+
+
+def test_staging_schema_is_honoured(staging_conn, febrl_parquet, tmp_path, request):
+    if request.node.callspec.params["staging_conn"] != "postgres":
+        pytest.skip("SQLite has no schemas (only 'main')")
+    execute(staging_conn, 'CREATE SCHEMA IF NOT EXISTS "wl_quality"')
+    try:
+        load_slice(staging_conn, DS, febrl_parquet[DS], "run-1", schema="wl_quality")
+        counts = febrl_parquet["counts"]
+        summary = runner.validate_slice(staging_conn, DS, counts["records"], tmp_path / "docs",
+                                        expected_link_rows=counts["links"],
+                                        expected_cluster_rows=counts["clusters"], schema="wl_quality")
+        assert summary["status"] == "PASS", runner.format_table(summary)
+        assert summary["schema"] == "wl_quality" and summary["slice_source"] == "view"
+        # Nothing in the default schema: the default-schema slice would be empty and fail.
+        assert fetch(staging_conn, "SELECT COUNT(*) FROM information_schema.tables "
+                                   "WHERE table_name = 'staging_records' AND table_schema = 'public'") == [(0,)]
+        assert slice_views_left(staging_conn) == []
+        bad = runner.validate_slice(staging_conn, DS, 1, tmp_path / "docs2", schema='x"; DROP TABLE t; --')
+        assert bad["status"] == "ERROR" and "identifier" in bad["error"]
+    finally:
+        execute(staging_conn, 'DROP SCHEMA "wl_quality" CASCADE')
 
 
 # ---------------------------------------------------------------------------

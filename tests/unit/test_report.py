@@ -36,7 +36,7 @@ def test_failed_check_is_named_as_the_reason_nothing_was_published():
                                            "check_integrity": {"verdict": "FAIL", "findings": [{}]},
                                            "check_quality": quality, "publish": None})
     assert s["published"] is False
-    assert s["not_published_because"][0] == "check_integrity verdict FAIL"
+    assert s["not_published_because"][0] == "check_integrity verdict FAIL"  # no finding message given
     assert "expect_column_values_to_match_regex(postcode)" in s["not_published_because"][1]
     assert "surname" not in s["not_published_because"][1]
     assert "NO" in render(s)
@@ -53,3 +53,20 @@ def test_summary_file_is_written_atomically(tmp_path):
     path = write_json_atomic(tmp_path / "a" / "run_summary.json", {"x": 1})
     assert json.loads(path.read_text()) == {"x": 1}
     assert [p.name for p in path.parent.iterdir()] == ["run_summary.json"]
+
+
+def test_the_failed_task_s_own_message_is_the_reason():
+    s = build_summary("2025-01-01", "r1", {}, {"cleanse": "no input for 2025-01-01 in /data/landing", "link": None})
+    assert s["not_published_because"] == ["no input for 2025-01-01 in /data/landing"]
+    s = build_summary("2025-01-01", "r1", {"cleanse": CLEANSE, "link": LINK},
+                      {"load_staging": "load_staging: DatabaseError: database disk image is malformed"})
+    assert s["not_published_because"] == ["load_staging: DatabaseError: database disk image is malformed"]
+
+
+def test_integrity_reason_quotes_the_first_finding():
+    s = build_summary("2025-01-01", "r1", {"cleanse": CLEANSE, "link": LINK, "load_staging": LOAD,
+                                           "check_integrity": {"verdict": "FAIL", "findings": [
+                                               {"message": "Page 7: btreeInitPage() returns error code 11"}]},
+                                           "check_quality": QUALITY})
+    assert s["not_published_because"] == [
+        "check_integrity verdict FAIL; first finding: Page 7: btreeInitPage() returns error code 11"]

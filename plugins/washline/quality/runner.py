@@ -29,6 +29,7 @@ their ``index.html`` path is logged and returned.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import logging
@@ -36,7 +37,7 @@ import os
 import re
 import secrets
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -67,17 +68,19 @@ DATE_TEXT = {
 }
 
 #: The slice under validation, one query per suite. ``{ds}`` is a validated
-#: ``YYYY-MM-DD`` literal; ``{dob}`` comes from :data:`DATE_TEXT`. Subquery
-#: aliases are written without ``AS`` so the same text runs on Oracle.
+#: ``YYYY-MM-DD`` literal; ``{dob}`` comes from :data:`DATE_TEXT`;
+#: ``{records}``, ``{links}``, ``{clusters}`` are the quoted (optionally
+#: schema-qualified) staging tables. Subquery aliases are written without
+#: ``AS`` so the same text runs on Oracle.
 SLICE_QUERIES = {
     # Each reference with its link-index rows counted (exactly one expected).
     "staging_records": (
         "SELECT r.ds AS ds, r.record_id AS record_id, r.source AS source, r.surname AS surname, "
         "r.postcode AS postcode, r.state AS state, {dob} AS date_of_birth, r.soc_sec_id AS soc_sec_id, "
         "l.cluster_id AS cluster_id, COALESCE(l.n_links, 0) AS cluster_links "
-        "FROM staging_records r LEFT JOIN ("
+        "FROM {records} r LEFT JOIN ("
         "SELECT record_id, MIN(cluster_id) AS cluster_id, COUNT(*) AS n_links "
-        "FROM staging_links WHERE ds = '{ds}' GROUP BY record_id) l ON l.record_id = r.record_id "
+        "FROM {links} WHERE ds = '{ds}' GROUP BY record_id) l ON l.record_id = r.record_id "
         "WHERE r.ds = '{ds}'"
     ),
     # Each link row with its cluster and record looked up (NULL = orphan).
@@ -85,10 +88,10 @@ SLICE_QUERIES = {
         "SELECT l.ds AS ds, l.record_id AS record_id, l.cluster_id AS cluster_id, "
         "l.cluster_size AS cluster_size, c.cluster_id AS cluster_in_clusters, "
         "r.record_id AS record_in_records "
-        "FROM staging_links l "
-        "LEFT JOIN (SELECT DISTINCT cluster_id FROM staging_clusters WHERE ds = '{ds}') c "
+        "FROM {links} l "
+        "LEFT JOIN (SELECT DISTINCT cluster_id FROM {clusters} WHERE ds = '{ds}') c "
         "ON c.cluster_id = l.cluster_id "
-        "LEFT JOIN (SELECT DISTINCT record_id FROM staging_records WHERE ds = '{ds}') r "
+        "LEFT JOIN (SELECT DISTINCT record_id FROM {records} WHERE ds = '{ds}') r "
         "ON r.record_id = l.record_id "
         "WHERE l.ds = '{ds}'"
     ),
@@ -97,15 +100,29 @@ SLICE_QUERIES = {
         "SELECT c.ds AS ds, c.cluster_id AS cluster_id, c.cluster_size AS cluster_size, "
         "COALESCE(l.linked_records, 0) AS linked_records, "
         "CASE WHEN c.cluster_size = 1 THEN 1 ELSE 0 END AS singleton "
-        "FROM staging_clusters c LEFT JOIN ("
-        "SELECT cluster_id, COUNT(*) AS linked_records FROM staging_links WHERE ds = '{ds}' "
+        "FROM {clusters} c LEFT JOIN ("
+        "SELECT cluster_id, COUNT(*) AS linked_records FROM {links} WHERE ds = '{ds}' "
         "GROUP BY cluster_id) l ON l.cluster_id = c.cluster_id "
         "WHERE c.ds = '{ds}'"
     ),
 }
 
-#: Result format: counts and a few sample values, never full row lists.
-RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": 5}
+#: Result format of the validation run: ``unexpected_count`` and
+#: ``unexpected_percent`` for every map expectation, but no sample values.
+#: GX fetches ``partial_unexpected_list`` with one extra ``SELECT <col> …
+#: WHERE <unexpected> LIMIT n`` per expectation even when it passes, and for a
+#: passing one that query scans the whole slice to find nothing (16–20 s at
+#: 1M rows). With ``partial_unexpected_count: 0`` the query carries
+#: ``LIMIT 0``, which PostgreSQL and SQLite answer without reading a row.
+RESULT_FORMAT = {"result_format": "BASIC", "partial_unexpected_count": 0}
+
+#: Result format of the targeted sample run (see :func:`fetch_samples`): only
+#: expectations that found unexpected values, at most this many values each.
+SAMPLE_COUNT = 5
+SAMPLE_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": SAMPLE_COUNT}
+
+#: Per-run views (see :func:`slice_views`): ``wlgx_<suite>_<yyyymmdd>_<8 hex>``.
+VIEW_PREFIX = "wlgx"
 
 #: Environment variable that carries the connection secret to GX's config
 #: substitution (``${…}``) while a validation runs.
@@ -314,8 +331,10 @@ def secret_in_env(name: str, value: str | None) -> Iterator[None]:
 def capture_sql() -> Iterator[list[dict[str, Any]]]:
     """Collect every SQL statement SQLAlchemy sends while the block runs.
 
-    Yields a list that fills with ``{"sql": text, "seconds": wall seconds}``
-    (used to count GX's queries and to spot full-table ``SELECT *`` reads).
+    Yields a list that fills with ``{"sql": text, "seconds": wall seconds,
+    "limit": the row limit bound to a trailing ``LIMIT`` or None}`` (used to
+    count GX's queries and to spot statements that read the slice's rows:
+    see :func:`row_reads`). Parameter values themselves are not kept.
     """
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
@@ -327,7 +346,8 @@ def capture_sql() -> Iterator[list[dict[str, Any]]]:
 
     def after(conn, cursor, statement, parameters, context, executemany):  # noqa: ARG001
         t0 = conn.info.get("washline_t0", [time.perf_counter()]).pop()
-        statements.append({"sql": statement, "seconds": round(time.perf_counter() - t0, 4)})
+        statements.append({"sql": statement, "seconds": round(time.perf_counter() - t0, 4),
+                           "limit": bound_limit(statement, parameters)})
 
     event.listen(Engine, "before_cursor_execute", before)
     event.listen(Engine, "after_cursor_execute", after)
@@ -336,6 +356,86 @@ def capture_sql() -> Iterator[list[dict[str, Any]]]:
     finally:
         event.remove(Engine, "before_cursor_execute", before)
         event.remove(Engine, "after_cursor_execute", after)
+
+
+_LIMIT = re.compile(r"\bLIMIT\s+(\?|%\((\w+)\)s|:(\w+)|\d+)(?:::\w+)?(\s+OFFSET\s+(\?|%\(\w+\)s|:\w+|\d+)(?:::\w+)?)?\s*$",
+                    re.IGNORECASE)
+_AGGREGATE = re.compile(r"\b(count|sum|avg|min|max|stddev|variance)\s*\(", re.IGNORECASE)
+
+
+def bound_limit(statement: str, parameters: Any) -> int | None:
+    """The row limit of a statement ending in ``LIMIT n`` (literal or bound), else None.
+
+    Reads ``%(name)s`` (PostgreSQL), ``:name`` (Oracle) and ``?`` (SQLite,
+    positional: the LIMIT marker is the last, or second last before an
+    ``OFFSET ?``) markers; SQL Server's ``TOP`` is not recognised (None).
+    """
+    match = _LIMIT.search(statement.strip())
+    if not match:
+        return None
+    token, named_pg, named_ora, offset, offset_token = match.groups()
+    try:
+        if token.isdigit():
+            return int(token)
+        if named_pg or named_ora:
+            return int(parameters[named_pg or named_ora])
+        index = -2 if offset and offset_token == "?" else -1
+        return int(list(parameters)[index])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+def row_reads(statements: list[dict[str, Any]], relations: list[str]) -> list[dict[str, Any]]:
+    """Statements that bring rows of the slice to the client.
+
+    A statement counts when it names one of ``relations`` (the per-run view
+    names, or the slice queries' text for query assets), computes no
+    aggregate, is not limited to zero rows (``LIMIT 0``) and is not GX's
+    ``SELECT 1 … LIMIT 1`` existence probe of a table asset: GX's column
+    reflection of a query asset (the whole query, every row fetched) and its
+    ``partial_unexpected_list`` queries (``… LIMIT 5``) are such reads.
+
+    Args:
+        statements: :func:`capture_sql` entries.
+        relations: strings whose presence marks a statement as reading the slice.
+    """
+    out = []
+    for st in statements:
+        sql = " ".join(st["sql"].split())
+        if not sql.upper().startswith("SELECT") or not any(r in sql for r in relations):
+            continue
+        if _AGGREGATE.search(_outer_select_list(sql) + " " + _outer_from(sql)):
+            continue
+        if st.get("limit") == 0:
+            continue
+        if _outer_select_list(sql).strip().upper() == "SELECT 1" and st.get("limit") == 1:
+            continue  # GX's existence probe of a table asset: one constant, no slice values
+        out.append({"sql": sql[:200], "seconds": st["seconds"], "limit": st.get("limit")})
+    return out
+
+
+def _outer_select_list(sql: str) -> str:
+    """Text between the first SELECT and the FROM at parenthesis depth 0."""
+    depth, i = 0, len("SELECT")
+    upper = sql.upper()
+    while i < len(sql):
+        ch = sql[i]
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and upper.startswith(" FROM ", i):
+            return sql[:i]
+        i += 1
+    return sql
+
+
+def _outer_from(sql: str) -> str:
+    """The first derived table of the outer FROM when it is a one-row aggregate
+    (``SELECT x.count FROM (SELECT sum(…) …)``), else ''."""
+    rest = sql[len(_outer_select_list(sql)):].strip()
+    if not rest.upper().startswith("FROM (SELECT "):
+        return ""
+    inner = rest[len("FROM ("):]
+    return _outer_select_list(inner)
 
 
 # ---------------------------------------------------------------------------
@@ -448,8 +548,8 @@ def format_table(summary: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------
 
 
-def refresh_statistics(conn_id: str, dialect: str) -> bool:
-    """``ANALYZE`` the staging tables on PostgreSQL before validating.
+def refresh_statistics(conn_id: str, dialect: str, schema: str | None = None) -> bool:
+    """``ANALYZE`` the staging tables (in ``schema``) on PostgreSQL before validating.
 
     A freshly loaded table has no planner statistics, and PostgreSQL then
     plans the slice queries' joins as nested loops: O(n²), measured 1.3 s for
@@ -461,13 +561,13 @@ def refresh_statistics(conn_id: str, dialect: str) -> bool:
     """
     if dialect != "postgres":
         return False
-    from washline.staging.dialects import STAGING_TABLES, get_db_hook, quote_ident
+    from washline.staging.dialects import STAGING_TABLES, get_db_hook, qualify
 
     hook, _ = get_db_hook(conn_id)
     conn = hook.get_conn()
     try:
         cur = conn.cursor()
-        cur.execute("ANALYZE " + ", ".join(quote_ident(t, dialect) for t in STAGING_TABLES))
+        cur.execute("ANALYZE " + ", ".join(qualify(t, dialect, schema) for t in STAGING_TABLES))
         conn.commit()
         return True
     except Exception as exc:  # e.g. not the tables' owner
@@ -486,6 +586,8 @@ def validate_staging(
     suites: list[str] | tuple[str, ...] | None = None,
     suites_dir: Path | None = None,
     config_path: Path | None = None,
+    schema: str | None = None,
+    use_views: bool = True,
 ) -> dict[str, Any]:
     """Validate the ``ds`` slice of every staging table with its suite, in one checkpoint.
 
@@ -501,24 +603,32 @@ def validate_staging(
         suites: suite names (files ``<name>.json``); default from ``quality.yaml``.
         suites_dir: folder of suite files; default ``include/gx/``.
         config_path: quality settings; default ``include/gx/quality.yaml``.
+        schema: schema of the staging tables (the DAG's ``staging_schema``
+            Param); None = the connection's default. The per-run views go there too.
+        use_views: validate per-run views as GX table assets (default); False,
+            or a connection that may not CREATE VIEW, uses GX query assets
+            (same expectations, slower: GX runs each slice query once more and
+            fetches all its rows to learn the column names).
 
     Returns:
         ``{"status", "blocks_publish", "expectations": [...] (see
         :func:`summarise`), "suites": {name: status}, "data_docs": path of
         index.html or None, "run_dir", "seconds", "sql_statements": number of
-        SQL statements GX sent, "error": message or None}``. Setup errors
-        (bad config or suite, unreachable database) give status ERROR with
-        ``error`` set instead of raising, so the report can say why.
+        SQL statements GX sent, "sql_seconds", "slice_source": "view" or
+        "query", "views": the per-run view names, "error": message or None}``.
+        Setup errors (bad config or suite, unreachable database) give status
+        ERROR with ``error`` set instead of raising, so the report can say why.
     """
     validate_ds(ds)
     started = time.monotonic()
     docs_dir = Path(docs_dir)
     summary: dict[str, Any] = {"status": "ERROR", "blocks_publish": True, "expectations": [], "suites": {},
                                "data_docs": None, "run_dir": str(docs_dir), "seconds": None,
-                               "sql_statements": None, "sql_seconds": None, "error": None, "ds": ds}
+                               "sql_statements": None, "sql_seconds": None, "error": None, "ds": ds,
+                               "schema": schema, "slice_source": None, "views": []}
     try:
         with capture_sql() as statements:
-            _run(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, summary)
+            _run(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, summary, schema, use_views)
         summary["sql_statements"] = len(statements)
         summary["sql_seconds"] = round(sum(st["seconds"] for st in statements), 3)
         summary["sql"] = statements  # removed below unless asked for (benchmarks)
@@ -529,61 +639,88 @@ def validate_staging(
     return summary
 
 
-def _run(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, summary) -> None:
+def _suite_specs(names, suites_dir, dialect, params, rows) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """``[(spec, expectations to run)]``; reconciliations without an expected count become SKIPPED rows."""
+    out = []
+    for name in names:
+        spec = adapt_for_dialect(load_suite_spec(name, suites_dir), dialect)
+        if spec["name"] not in SLICE_QUERIES:
+            raise ValueError(f"suite {name}.json is named {spec['name']!r}; known slices: {sorted(SLICE_QUERIES)}")
+        kept = []
+        for exp in spec["expectations"]:
+            missing = [p for p in ROW_COUNT_PARAMETERS.values() if uses_parameter(exp, p) and p not in params]
+            if missing:
+                rows.append({"suite": spec["name"], "expectation": exp["type"], "column": None,
+                             "severity": (exp.get("meta") or {}).get("severity", "critical"),
+                             "status": "SKIPPED", "unexpected_count": None, "unexpected_percent": None,
+                             "element_count": None, "observed_value": None, "sample": [],
+                             "exception": f"no expected count passed for {', '.join(missing)}"})
+                log.warning("GX %s: %s skipped, no %s passed", name, exp["type"], ", ".join(missing))
+            else:
+                kept.append(exp)
+        out.append((spec, kept))
+    return out
+
+
+def _run(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, summary, schema, use_views) -> None:
     import great_expectations as gx
     from airflow.sdk import BaseHook
 
-    from washline.staging.dialects import dialect_for
+    from washline.staging.dialects import dialect_for, validate_schema
 
     config = load_config(config_path)
     names = list(suites or config["suites"])
     conn = BaseHook.get_connection(conn_id)
     dialect = dialect_for(conn.conn_type)
+    schema = validate_schema(schema, dialect)
     secret_var = SECRET_ENV_PREFIX + secrets.token_hex(6).upper()
     method, ds_kwargs, secret = datasource_spec(conn, dialect, secret_var)
     params = suite_parameters(expected_rows, config)
-    summary["analyzed"] = refresh_statistics(conn_id, dialect)
-
-    docs_dir.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
-    order: list[str] = []  # suite names (the JSON "name", which also picks the slice query)
-    with secret_in_env(secret_var, secret):
+    specs = _suite_specs(names, suites_dir, dialect, params, rows)
+    order = [spec["name"] for spec, _ in specs]  # the JSON "name", which also picks the slice
+    summary["analyzed"] = refresh_statistics(conn_id, dialect, schema)
+    docs_dir.mkdir(parents=True, exist_ok=True)
+
+    with ExitStack() as stack:
+        views: dict[str, str] | None = None
+        if use_views:
+            try:
+                views = stack.enter_context(slice_views(conn_id, ds, dialect, order, schema))
+            except SliceViewsRefused as exc:
+                log.warning("%s; validating through GX query assets instead (same checks, slower: GX runs "
+                            "each slice query once more to learn its columns)", exc)
+                summary["slice_source_note"] = str(exc)
+        summary["slice_source"] = "view" if views else "query"
+        summary["views"] = sorted((views or {}).values())
+        stack.enter_context(secret_in_env(secret_var, secret))
         context = gx.get_context(mode="file", project_root_dir=str(docs_dir))
         datasource = getattr(context.data_sources, method)(name="washline_staging", **ds_kwargs)
-        validations = []
-        for name in names:
-            spec = adapt_for_dialect(load_suite_spec(name, suites_dir), dialect)
-            order.append(spec["name"])
-            kept = []
-            for exp in spec["expectations"]:
-                missing = [p for p in ROW_COUNT_PARAMETERS.values() if uses_parameter(exp, p) and p not in params]
-                if missing:
-                    rows.append({"suite": spec["name"], "expectation": exp["type"], "column": None,
-                                 "severity": (exp.get("meta") or {}).get("severity", "critical"),
-                                 "status": "SKIPPED", "unexpected_count": None, "unexpected_percent": None,
-                                 "element_count": None, "observed_value": None, "sample": [],
-                                 "exception": f"no expected count passed for {', '.join(missing)}"})
-                    log.warning("GX %s: %s skipped, no %s passed", name, exp["type"], ", ".join(missing))
-                else:
-                    kept.append(exp)
+        validations, batches = [], {}
+        for spec, kept in specs:
             try:
                 suite = gx.ExpectationSuite(name=spec["name"], expectations=kept, meta=spec.get("meta"))
             except Exception as exc:
-                raise ValueError(f"invalid expectation suite {name}.json: {exc}") from exc
+                raise ValueError(f"invalid expectation suite {spec['name']}: {exc}") from exc
             suite = context.suites.add_or_update(suite)
-            query = query_for(spec["name"], ds, dialect)
-            asset = datasource.add_query_asset(name=f"{spec['name']}_{ds}", query=query)
-            batch = asset.add_batch_definition_whole_table(f"slice_{ds}")
+            if views:
+                extra = {"schema_name": schema} if schema else {}
+                asset = datasource.add_table_asset(name=f"{spec['name']}_{ds}", table_name=views[spec["name"]],
+                                                   **extra)
+            else:
+                asset = datasource.add_query_asset(name=f"{spec['name']}_{ds}",
+                                                   query=query_for(spec["name"], ds, dialect, schema))
+            batches[spec["name"]] = asset.add_batch_definition_whole_table(f"slice_{ds}")
             validations.append(context.validation_definitions.add_or_update(
-                gx.ValidationDefinition(name=f"{spec['name']}_{ds}", data=batch, suite=suite)))
+                gx.ValidationDefinition(name=f"{spec['name']}_{ds}", data=batches[spec["name"]], suite=suite)))
+        # No checkpoint action: Data Docs are built below, once the sample values are in.
         checkpoint = context.checkpoints.add_or_update(gx.Checkpoint(
-            name=f"washline_staging_{ds}",
-            validation_definitions=validations,
-            actions=[gx.checkpoint.UpdateDataDocsAction(name="update_data_docs")],
-            result_format=RESULT_FORMAT,
-        ))
+            name=f"washline_staging_{ds}", validation_definitions=validations, actions=[],
+            result_format=RESULT_FORMAT))
         result = checkpoint.run(expectation_parameters=params)
-    for identifier, validation_result in result.run_results.items():
+        summary["samples"] = fetch_samples(context, result.run_results, batches, params)
+        context.build_data_docs()
+    for validation_result in result.run_results.values():
         suite_name = validation_result.suite_name
         suite_rows = expectation_rows(validation_result, suite_name)
         summary["suites"][suite_name] = overall(suite_rows)["status"]
@@ -595,16 +732,173 @@ def _run(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, 
                     "dialect": dialect, "parameters": params})
 
 
-def query_for(suite: str, ds: str, dialect: str) -> str:
+def fetch_samples(context: Any, run_results: Mapping[Any, Any], batches: Mapping[str, Any],
+                  params: Mapping[str, Any]) -> dict[str, Any]:
+    """Add up to :data:`SAMPLE_COUNT` unexpected values to each expectation that found some.
+
+    The validation run asks GX for counts only (:data:`RESULT_FORMAT`). For
+    the expectations whose ``unexpected_count`` is above zero (a FAIL, or a
+    ``mostly`` expectation that passed with some unexpected rows) this
+    re-validates just those expectations on the same batch with
+    :data:`SAMPLE_FORMAT`, so GX's own definition of "unexpected" picks the
+    values (one ``… LIMIT 5`` query each, which stops at the fifth hit), and
+    copies ``partial_unexpected_list``/``partial_unexpected_counts`` into the
+    stored validation result, where Data Docs and :func:`expectation_rows`
+    find them. Passing expectations with nothing unexpected cost no query.
+    Expectations that raised are left alone (their ERROR stands).
+
+    Returns:
+        ``{"expectations": number re-validated for samples, "error": message
+        or None}``. A failure here is logged and leaves the counts and
+        statuses of the main run untouched.
+    """
+    import great_expectations as gx
+
+    done, errors = 0, []
+    for identifier, validation_result in run_results.items():
+        targets = [res for res in validation_result.results
+                   if raised_exception(res.exception_info) is None
+                   and isinstance(res.result, dict) and (res.result.get("unexpected_count") or 0) > 0]
+        if not targets:
+            continue
+        suite_name = validation_result.suite_name
+        try:
+            sample_suite = gx.ExpectationSuite(
+                name=f"{suite_name}_samples",
+                expectations=[copy.copy(res.expectation_config.to_domain_obj()) for res in targets])
+            batch = batches[suite_name].get_batch()
+            sampled = batch.validate(sample_suite, result_format=SAMPLE_FORMAT,
+                                     expectation_parameters=dict(params))
+            for original, again in zip(targets, sampled.results):
+                for key in ("partial_unexpected_list", "partial_unexpected_counts"):
+                    if again.result and again.result.get(key) is not None:
+                        original.result[key] = again.result[key]
+            context.validation_results_store.set(identifier, validation_result)
+            done += len(targets)
+        except Exception as exc:  # noqa: BLE001 - samples are an aid; counts and statuses stand
+            log.warning("GX %s: could not fetch sample values: %s: %s", suite_name, type(exc).__name__, exc)
+            errors.append(f"{suite_name}: {type(exc).__name__}: {exc}")
+    return {"expectations": done, "error": "; ".join(errors) or None}
+
+
+def query_for(suite: str, ds: str, dialect: str, schema: str | None = None) -> str:
     """The slice query of ``suite`` for ``ds`` on ``dialect``.
 
+    Args:
+        schema: schema of the staging tables (validated, quoted); None = the
+            connection's default schema.
+
     Raises:
-        ValueError: ``ds`` is not a ``YYYY-MM-DD`` date, or no query for ``suite``.
+        ValueError: ``ds`` is not a ``YYYY-MM-DD`` date, no query for
+            ``suite``, or ``schema`` is not a plain identifier.
     """
+    from washline.staging.dialects import qualify
+
     validate_ds(ds)
     if suite not in SLICE_QUERIES:
         raise ValueError(f"no slice query for suite {suite!r}; known: {sorted(SLICE_QUERIES)}")
-    return SLICE_QUERIES[suite].format(ds=ds, dob=DATE_TEXT.get(dialect, "r.date_of_birth"))
+    return SLICE_QUERIES[suite].format(
+        ds=ds, dob=DATE_TEXT.get(dialect, "r.date_of_birth"),
+        records=qualify("staging_records", dialect, schema), links=qualify("staging_links", dialect, schema),
+        clusters=qualify("staging_clusters", dialect, schema))
+
+
+def view_name(suite: str, ds: str, token: str) -> str:
+    """``wlgx_<suite>_<yyyymmdd>_<token>``: the per-run view of one suite's slice.
+
+    The random ``token`` (8 hex digits per run) keeps two runs apart, of the
+    same or of different dates, so concurrent validations never share a view.
+
+    Raises:
+        ValueError: the name is not a plain identifier of at most 63
+            characters (:data:`washline.staging.dialects.IDENTIFIER`).
+    """
+    from washline.staging.dialects import IDENTIFIER
+
+    validate_ds(ds)
+    name = f"{VIEW_PREFIX}_{suite}_{ds.replace('-', '')}_{token}".lower()
+    if not IDENTIFIER.match(name):
+        raise ValueError(f"view name {name!r} is not a plain identifier ({IDENTIFIER.pattern})")
+    return name
+
+
+class SliceViewsRefused(RuntimeError):
+    """The staging connection may not create the per-run views (message says why)."""
+
+
+@contextmanager
+def slice_views(conn_id: str, ds: str, dialect: str, suites: list[str], schema: str | None = None,
+                token: str | None = None) -> Iterator[dict[str, str]]:
+    """Create one view per suite over the ``ds`` slice for the block, then drop them.
+
+    Each view is :func:`query_for`'s query (restricted to ``ds``, joins
+    included) under :func:`view_name`, in ``schema`` (None = default), created
+    and committed through the Airflow connection's own hook so that GX's
+    separate SQLAlchemy connection sees it. GX then validates a *table*
+    asset over the view and reads the column names from the catalogue
+    (``Inspector.get_columns``) instead of running the slice query and
+    fetching every row (``column_reflection_fallback`` on a query asset).
+
+    The views are dropped when the block ends, also on error; a drop that
+    fails is logged as a warning naming the view (PostgreSQL waits at most
+    30 s for its lock). A process killed mid-run leaves ``wlgx_*`` views
+    behind: they hold no data and can be dropped by hand.
+
+    Yields:
+        ``{suite: view name}`` (unqualified, lower case).
+
+    Raises:
+        SliceViewsRefused: a CREATE VIEW failed (e.g. no privilege); views
+            created before it are dropped.
+        ValueError: bad ``ds``, ``schema`` or suite name.
+    """
+    from washline.staging.dialects import connect, get_db_hook, qualify
+
+    token = token or secrets.token_hex(4)
+    names = {suite: view_name(suite, ds, token) for suite in suites}
+    statements = {suite: f"CREATE VIEW {qualify(names[suite], dialect, schema)} AS "
+                         f"{query_for(suite, ds, dialect, schema)}" for suite in suites}
+    hook, _ = get_db_hook(conn_id)
+    conn = connect(hook, dialect, conn_id)
+    created: list[str] = []
+    try:
+        cur = conn.cursor()
+        try:
+            for suite in suites:
+                cur.execute(statements[suite])
+                created.append(names[suite])
+                conn.commit()  # one view per transaction: what exists is what `created` lists
+        except Exception as exc:
+            conn.rollback()
+            raise SliceViewsRefused(f"cannot create the per-run view {names[suite]} for {suite}: "
+                                    f"{type(exc).__name__}: {exc}") from exc
+        log.info("GX slice views for ds=%s: %s", ds, ", ".join(names.values()))
+        yield names
+    finally:
+        _drop_views(conn, dialect, schema, created)
+        conn.close()
+
+
+def _drop_views(conn: Any, dialect: str, schema: str | None, views: list[str]) -> None:
+    from washline.staging.dialects import qualify
+
+    cur = conn.cursor()
+    if dialect == "postgres" and views:
+        try:
+            cur.execute("SET lock_timeout = '30s'")
+        except Exception:  # noqa: BLE001 - only a guard against waiting forever
+            conn.rollback()
+    for name in views:
+        try:
+            cur.execute(f"DROP VIEW {qualify(name, dialect, schema)}")
+            conn.commit()
+        except Exception as exc:  # noqa: BLE001 - reported; the view holds no data
+            log.warning("could not drop the GX slice view %s (drop it by hand): %s: %s",
+                        qualify(name, dialect, schema), type(exc).__name__, exc)
+            try:
+                conn.rollback()
+            except Exception:  # noqa: BLE001
+                pass
 
 
 def validate_slice(
@@ -619,6 +913,7 @@ def validate_slice(
     expected_cluster_rows: int | None = None,
     config_path: Path | None = None,
     keep_sql: bool = False,
+    schema: str | None = None,
 ) -> dict[str, Any]:
     """Validate the ``ds`` slice of staging; the call the nightly DAG makes.
 
@@ -636,6 +931,8 @@ def validate_slice(
             clusters reconciliation is SKIPPED (and listed as such).
         config_path: quality settings; default ``include/gx/quality.yaml``.
         keep_sql: keep the list of SQL statements GX sent under ``sql``.
+        schema: schema of the staging tables (the DAG's ``staging_schema``
+            Param, checked with ``validate_schema``); None = connection default.
 
     Returns:
         :func:`validate_staging`'s summary; ``suite`` names what ran. The
@@ -648,7 +945,7 @@ def validate_slice(
     }
     suites = [suite_name] if suite_name else None
     summary = validate_staging(conn_id, ds, expected, docs_dir, suites=suites, suites_dir=suites_dir,
-                               config_path=config_path)
+                               config_path=config_path, schema=schema)
     if not keep_sql:
         summary.pop("sql", None)
     summary["suite"] = suite_name or ",".join(summary["suites"]) or "staging"
