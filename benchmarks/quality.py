@@ -1,6 +1,6 @@
 """Speed of the GX staging validation on a 1M-row PostgreSQL slice.
 
-    .venv/bin/python benchmarks/quality.py [--rows 1000000] [--host 127.0.0.1] [--port 5432]
+    .venv/bin/python benchmarks/quality.py [--rows 1000000] [--host 127.0.0.1] [--port 5432] [--dump-sql FILE]
 
 Creates a throwaway database ``washline_bench_quality_<pid>`` on the local
 PostgreSQL (trust auth, user ``postgres``), builds the staging tables from
@@ -10,9 +10,10 @@ singleton) plus a second date of 10% of that size (so the slice restriction
 matters), then measures in the same run:
 
 * ``gx``: ``washline.quality.runner.validate_slice`` over the three suites
-  (seconds, number of SQL statements GX sent, their summed seconds, and any
-  statement that reads the slice's rows to the client: the raw slice query or
-  a ``SELECT *`` without aggregation or ``LIMIT``);
+  (seconds, number of SQL statements GX sent, their summed seconds, and the
+  statements that bring slice rows to the client, ``runner.row_reads``: no
+  aggregate and not ``LIMIT 0``, e.g. a query asset's column reflection or a
+  sample-value query; ``--dump-sql FILE`` writes every statement);
 * ``hand_sql``: the equivalent hand-written counts (one aggregate query per
   table computing every expectation's count), seconds.
 
@@ -24,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -85,26 +85,12 @@ LEFT JOIN (SELECT cluster_id, COUNT(*) AS n FROM staging_links WHERE ds = %(ds)s
 WHERE c.ds = %(ds)s""",
 }
 
-AGGREGATE = re.compile(r"\b(count|sum|avg|min|max|stddev)\s*\(|\blimit\b", re.IGNORECASE)
-
-
-def row_reads(statements: list[dict], slice_queries: list[str]) -> list[dict]:
-    """Statements that bring the slice's rows to the client (no aggregate, no LIMIT)."""
-    out = []
-    for st in statements:
-        sql = " ".join(st["sql"].split())
-        raw = any(sql.startswith(" ".join(q.split())[:60]) for q in slice_queries)
-        star = re.match(r"(?i)select\s+\*", sql) is not None
-        if (raw or star) and not AGGREGATE.search(sql.split(" FROM ", 1)[0] + sql[-40:]):
-            out.append({"sql": sql[:160], "seconds": st["seconds"]})
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=5432)
+    parser.add_argument("--dump-sql", type=Path, help="write every statement GX sent (JSON) to this file")
     args = parser.parse_args(argv)
 
     import psycopg
@@ -132,8 +118,13 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             summary = runner.validate_slice("bench_quality", DS, args.rows, Path(tmp) / "docs",
                                             expected_cluster_rows=clusters, keep_sql=True)
-        slice_queries = [runner.query_for(s, DS, "postgres") for s in runner.SLICE_QUERIES]
-        reads = row_reads(summary.get("sql") or [], slice_queries)
+        # What marks a statement as reading the slice: the per-run view names, or
+        # (query assets) the slice queries' opening text.
+        relations = summary.get("views") or [" ".join(runner.query_for(s, DS, "postgres").split())[:60]
+                                             for s in runner.SLICE_QUERIES]
+        reads = runner.row_reads(summary.get("sql") or [], relations)
+        if args.dump_sql:
+            args.dump_sql.write_text(json.dumps(summary.get("sql") or [], indent=1))
         slowest = sorted(summary.get("sql") or [], key=lambda s: -s["seconds"])[:5]
 
         with psycopg.connect(host=args.host, port=args.port, user="postgres", dbname=name) as c:

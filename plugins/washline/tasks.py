@@ -142,6 +142,7 @@ def check_quality(context: Mapping[str, Any], expected_row_count: int,
         staging_conn_id(context), paths.ds, expected_row_count, paths.reports / "gx" / safe_run,
         expected_link_rows=link_metrics.get("references"),
         expected_cluster_rows=link_metrics.get("clusters"),
+        schema=staging_schema(context),
     )
     context["ti"].xcom_push(key="report", value=summary)
     log.info("Data Docs: %s", summary["data_docs"])

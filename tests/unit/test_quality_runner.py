@@ -140,3 +140,58 @@ def test_format_table_shows_counts_samples_and_errors():
          "observed_value": None, "sample": [], "exception": "column nope does not exist"}]}
     text = runner.format_table(summary)
     assert "20X0" in text and " 3 " in text and "0.30" in text and "does not exist" in text
+
+
+def test_query_qualifies_the_staging_tables_with_the_schema():
+    q = runner.query_for("staging_links", "2025-01-01", "postgres", schema="stg")
+    assert '"stg"."staging_links" l' in q and '"stg"."staging_clusters"' in q and '"stg"."staging_records"' in q
+    assert 'FROM "staging_records" r' in runner.query_for("staging_records", "2025-01-01", "sqlite")
+    assert '"STG"."STAGING_CLUSTERS" c' in runner.query_for("staging_clusters", "2025-01-01", "oracle", "stg")
+    with pytest.raises(ValueError, match="identifier"):
+        runner.query_for("staging_records", "2025-01-01", "postgres", schema='x"; DROP TABLE t; --')
+
+
+def test_view_names_are_per_run_identifiers():
+    a = runner.view_name("staging_records", "2025-01-01", "0a1b2c3d")
+    assert a == "wlgx_staging_records_20250101_0a1b2c3d" and len(a) <= 63
+    assert a != runner.view_name("staging_records", "2025-01-01", "ffffffff")
+    assert a != runner.view_name("staging_records", "2025-01-02", "0a1b2c3d")
+    with pytest.raises(ValueError, match="identifier"):
+        runner.view_name("staging_records", "2025-01-01", "x; DROP")
+    with pytest.raises(ValueError):
+        runner.view_name("staging_records", "2025-1-1", "0a1b2c3d")
+
+
+def test_result_format_asks_for_counts_without_sample_values():
+    assert runner.RESULT_FORMAT == {"result_format": "BASIC", "partial_unexpected_count": 0}
+    assert runner.SAMPLE_FORMAT["partial_unexpected_count"] == runner.SAMPLE_COUNT > 0
+
+
+@pytest.mark.parametrize("sql, params, limit", [
+    ("SELECT a FROM v WHERE a IS NULL LIMIT %(param_1)s::INTEGER", {"param_1": 0}, 0),
+    ("SELECT a FROM v WHERE a = ? LIMIT ? OFFSET ?", ("x", 5, 0), 5),
+    ("SELECT a FROM v WHERE a = ? LIMIT ?", ("x", 5), 5),
+    ("SELECT a FROM v WHERE a = :p LIMIT :param_1", {"p": 1, "param_1": 7}, 7),
+    ("SELECT a FROM v LIMIT 20", (), 20),
+    ("SELECT a FROM v", (), None),
+])
+def test_bound_limit(sql, params, limit):
+    assert runner.bound_limit(sql, params) == limit
+
+
+def test_row_reads_flags_row_fetches_not_aggregates():
+    v = "wlgx_staging_records_20250101_0a1b2c3d"
+    statements = [
+        {"sql": f"SELECT * FROM (SELECT r.ds FROM x) AS {v}", "seconds": 9.4, "limit": None},  # reflection read
+        {"sql": f"SELECT postcode AS unexpected_values FROM (SELECT * FROM {v}) AS anon_1 LIMIT %(p)s",
+         "seconds": 2.0, "limit": 5},
+        {"sql": f"SELECT postcode AS unexpected_values FROM (SELECT * FROM {v}) AS anon_1 LIMIT %(p)s",
+         "seconds": 0.001, "limit": 0},
+        {"sql": f"SELECT count(*) AS n FROM (SELECT * FROM {v}) AS anon_1", "seconds": 1.0, "limit": None},
+        {"sql": f'SELECT "U".unexpected_count FROM (SELECT sum(c) AS unexpected_count FROM {v}) AS "U"',
+         "seconds": 1.0, "limit": None},
+        {"sql": f"SELECT 1 FROM {v} LIMIT %(param_1)s", "seconds": 0.001, "limit": 1},
+        {"sql": "SELECT a FROM other_table", "seconds": 1.0, "limit": None},
+    ]
+    reads = runner.row_reads(statements, [v])
+    assert [(r["seconds"], r["limit"]) for r in reads] == [(9.4, None), (2.0, 5)]

@@ -8,10 +8,19 @@ counts passed in from the upstream tasks.
 
 The GX datasource is built from the same Airflow connection as the staging
 load (SQLite ``add_sqlite``, PostgreSQL ``add_postgres``, SQL Server
-``add_sql_server``, Oracle ``add_sql``). Each suite runs on a *query asset*
-restricted to the date's slice (``WHERE ds = '<ds>'``), never the whole table;
-the queries join the neighbouring staging tables so that referential integrity
-across tables is an ordinary column expectation (a NULL join key = an orphan).
+``add_sql_server``, Oracle ``add_sql``). Each suite runs on its table's slice
+only (``WHERE ds = '<ds>'``), never the whole table; the slice queries join
+the neighbouring staging tables so that referential integrity across tables
+is an ordinary column expectation (a NULL join key = an orphan). Each slice
+query becomes a per-run database VIEW (unique name, created and dropped by
+:func:`slice_views`) that GX validates as a *table* asset: GX then learns the
+columns from the catalogue, whereas on a *query* asset it runs the query and
+fetches every row just to read the column names. Where the connection may not
+create views, the runner falls back to query assets (logged, same checks).
+The validation run asks GX for counts only; sample values are fetched
+afterwards for the expectations that found unexpected values
+(:func:`fetch_samples`), not for every expectation. Staging tables may live
+in a schema (the DAG's ``staging_schema`` Param, ``schema=``).
 The password never reaches a file: the GX project stores ``${WASHLINE_GX_…}``
 and the value sits in this process's environment only while validating.
 
@@ -686,7 +695,8 @@ def _run(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, 
         views: dict[str, str] | None = None
         if use_views:
             try:
-                views = stack.enter_context(slice_views(conn_id, ds, dialect, order, schema))
+                views = stack.enter_context(
+                    slice_views(conn_id, ds, dialect, list(dict.fromkeys(order)), schema))
             except SliceViewsRefused as exc:
                 log.warning("%s; validating through GX query assets instead (same checks, slower: GX runs "
                             "each slice query once more to learn its columns)", exc)
