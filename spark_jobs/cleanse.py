@@ -382,10 +382,17 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str):
     header_detail = F.lit(None).cast("string")
     for path, problem in bad_headers.items():
         header_detail = F.when(F.col("source_file") == path, F.lit(problem)).otherwise(header_detail)
+    bad_bytes = ~F.is_valid_utf8(F.col("value")) | F.col("value").contains("\ufffd")
+    control = F.col("value").rlike("[\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F]")
+    longest = F.greatest(*[F.coalesce(F.length(F.col(n)), F.lit(0)) for n in names]) if len(names) > 1 else F.length(F.col(names[0]))
+    too_long = longest > C.MAX_FIELD_CHARS
     reason = (
         F.when(bad_file, F.lit("bad_header"))
         .when(corrupt & (quotes % 2 == 1), F.lit("malformed"))
         .when(corrupt, F.lit("column_count"))
+        .when(bad_bytes, F.lit("encoding"))
+        .when(control, F.lit("control_char"))
+        .when(too_long, F.lit("field_too_long"))
         .when(record_id.isNull(), F.lit("missing_record_id"))
     )
     detail = (
@@ -396,6 +403,9 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str):
             F.format_string(f"expected {n_declared} fields, found %d", fields),
         )
         .when(corrupt, F.lit(f"expected {n_declared} fields"))
+        .when(bad_bytes, F.lit("bytes that are not UTF-8 (shown as U+FFFD); re-export the file as UTF-8"))
+        .when(control, F.lit("NUL or other control character in the line"))
+        .when(too_long, F.format_string(f"a field of %d characters (limit {C.MAX_FIELD_CHARS})", longest))
         .when(record_id.isNull(), F.lit(f"{spec.record_id} is empty"))
     )
     rows = parsed.select(

@@ -58,10 +58,18 @@ COLUMN_TYPES = ("id", "text", "string", "date", "postcode", "phone")
 FIX_RULES = ("bad_date", "bad_postcode", "bad_phone", "whitespace")
 
 #: Row-level quarantine reasons (first match wins, in this order).
+#: Longest field a reference may carry (characters). Longer values are quarantined,
+#: not truncated: a 1 MB "name" is a broken export, and it would dominate memory in
+#: tokenisation and comparison.
+MAX_FIELD_CHARS = 1_000
+
 QUARANTINE_REASONS = (
     "bad_header",  # the file's header does not match the declared columns
     "malformed",  # the line cannot be parsed as CSV (e.g. an unbalanced quote)
     "column_count",  # the line has more or fewer fields than declared
+    "encoding",  # bytes that are not UTF-8 (decoded as U+FFFD): the text is not trustworthy
+    "control_char",  # a NUL or other C0 control character (PostgreSQL text refuses NUL)
+    "field_too_long",  # a field longer than MAX_FIELD_CHARS: not a person attribute
     "missing_record_id",  # the record id is null or blank
     "duplicate_record_id",  # a later copy of a record id already seen in the source
 )

@@ -92,6 +92,7 @@ def test_counts_and_invariant(febrl_run):
     assert m["rows_quarantined"] == 5 and m["rows_curated"] == 1003
     assert m["quarantined_by_reason"] == {
         "bad_header": 0, "malformed": 1, "column_count": 2, "missing_record_id": 1, "duplicate_record_id": 1,
+        "encoding": 0, "control_char": 0, "field_too_long": 0,
     }
     # FEBRL1 ships 3 impossible birth dates; the extra file adds Feb 30 and a bad postcode
     assert m["fixed_by_rule"]["bad_date"] == 4
@@ -268,3 +269,34 @@ def test_spark_submit_clean_input_writes_an_empty_quarantine(tmp_path):
     )
     assert proc.returncode == 3, proc.stderr[-4000:]
     assert f"no input for 2030-01-01 in {landing}" in proc.stdout + proc.stderr
+
+
+def test_bad_bytes_control_chars_and_huge_fields_are_quarantined_not_published(tmp_path, spark, job):
+    """Latin-1 bytes in a UTF-8 feed, a NUL byte and a 1 MB field each go to
+    quarantine with their own reason; the good rows of the same file still flow."""
+    folder = tmp_path / "landing" / "febrl" / DS
+    folder.mkdir(parents=True)
+    good = "rec-1-org,ann,lee,1,main street,,perth,6000,wa,19800101,111"
+    lines = [
+        HEADER.encode(),
+        good.encode(),
+        b"rec-2-org,j\xf6rg,m\xfcller,2,high street,,perth,6000,wa,19800101,222",  # Latin-1
+        b"rec-3-org,nu\x00l,byte,3,x street,,perth,6000,wa,19800101,333",
+        ("rec-4-org," + "x" * 1_000_000 + ",long,4,y street,,perth,6000,wa,19800101,444").encode(),
+        "rec-5-org,zoë,ćwik,5,z street,,perth,6000,wa,19800101,555".encode(),  # real UTF-8 accents flow
+    ]
+    (folder / "part-0000.csv").write_bytes(b"\n".join(lines) + b"\n")
+    out = tmp_path / "out"
+    assert job.main(job_args(tmp_path / "landing", out), spark=spark) == 0
+    m = json.loads((out / "metrics" / f"{DS}.json").read_text())
+    assert m["rows_in"] == 5 and m["rows_curated"] == 2 and m["rows_quarantined"] == 3
+    assert {k: v for k, v in m["quarantined_by_reason"].items() if v} == {
+        "encoding": 1, "control_char": 1, "field_too_long": 1}
+    q = {r["line_number"]: r for r in spark.read.parquet(str(out / "quarantine" / DS)).collect()}
+    assert q[3]["reason"] == "encoding" and "UTF-8" in q[3]["detail"]
+    assert q[4]["reason"] == "control_char"
+    assert q[5]["reason"] == "field_too_long" and "1000000 characters" in q[5]["detail"]
+    assert len(q[5]["raw"]) == 2_000
+    curated = {r["record_id"]: r for r in spark.read.parquet(str(out / "curated" / DS)).collect()}
+    assert set(curated) == {"rec-1-org", "rec-5-org"}
+    assert curated["rec-5-org"]["given_name"] == "ZOË" and curated["rec-5-org"]["surname"] == "ĆWIK"
