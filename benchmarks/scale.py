@@ -108,8 +108,13 @@ def main(argv: list[str] | None = None) -> int:
                 "[df.__setitem__(c, df[c].str.upper()) for c in df.columns if c not in ('record_id','truth_entity')];"
                 "df.to_parquet(sys.argv[2]+'/part-0.parquet',index=False)")
         subprocess.run([PRODUCT_PY, "-c", code, str(csv_path), str(cur)], check=True)
-        sizes = [("febrl3 link job", [PRODUCT_PY, str(REPO / "spark_jobs" / "link.py"), "--curated", str(cur),
-                                      "--out", str(cur / "out"), "--ds", "2024-01-01"], None)]
+        submit = str(Path(PRODUCT_PY).parent / "spark-submit")
+        # as Airflow's SparkSubmitOperator runs it: spark-submit --master local[2] (JVM start included);
+        # Python workers must be the product venv's interpreter (pandas UDFs)
+        env.update(PYSPARK_PYTHON=PRODUCT_PY, PYSPARK_DRIVER_PYTHON=PRODUCT_PY)
+        sizes = [("febrl3 link job (spark-submit)", [submit, "--master", "local[2]",
+                                                     str(REPO / "spark_jobs" / "link.py"), "--curated", str(cur),
+                                                     "--out", str(cur / "out"), "--ds", "2024-01-01"], None)]
     else:
         sizes = []
         for n in (int(x) for x in a.sizes.split(",")):
@@ -125,6 +130,12 @@ def main(argv: list[str] | None = None) -> int:
             if "{\n" in out:
                 m = json.loads(out[out.index("{\n"):])
                 f1 = (m.get("pairwise") or {}).get("f1")
+            elif "--out" in cmd:  # the link job writes metrics.json instead of printing it
+                m = json.loads((Path(cmd[cmd.index("--out") + 1]) / "metrics.json").read_text())
+                f1 = (m.get("pairwise") or {}).get("f1")
+            for line in out.splitlines():  # the engine's per-stage timings
+                if line.startswith(("[hdwm]", "[link]")):
+                    print(line, file=sys.stderr)
             print(f"[scale] {label}: {w:.1f}s peak {pk:.2f} GiB f1={f1}", file=sys.stderr, flush=True)
         load1 = os.getloadavg()[0]
         sp = None

@@ -42,7 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     from .pipeline import clusters_of, run_linkage
     from .spark import get_spark
 
-    spark = get_spark("hdwm-cli", {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"})
+    # local mode: the driver JVM is also the executor, so its heap holds the
+    # shuffles and local checkpoints (Spark's 1g default spills heavily at 1M
+    # references). $HDWM_DRIVER_MEMORY overrides; ignored if a JVM already runs.
+    spark = get_spark("hdwm-cli", {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                                   "spark.driver.memory": os.environ.get("HDWM_DRIVER_MEMORY", "4g")})
     spark.sparkContext.setLogLevel("WARN")
     schema = "record_id string, text string" + (", truth_entity string" if "truth_entity" in pdf.columns else "")
     refs = spark.createDataFrame(pdf.astype(object).where(pdf.notna(), None), schema)

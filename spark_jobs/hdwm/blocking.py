@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from .config import LinkageProfile
@@ -70,23 +70,32 @@ def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) ->
     else:
         keys = bt.select("record_id", F.col("token").alias("block_key"))
     keys = keys.distinct()
-    size_w = Window.partitionBy("block_key")
-    order_w = Window.partitionBy("block_key").orderBy(F.xxhash64("record_id"), "record_id")
     cap = profile.maxBlockSize
-    members = (
-        keys.withColumn("block_size", F.count(F.lit(1)).over(size_w))
+    # One shuffle: each block's members as an array sorted by
+    # (xxhash64(record_id), record_id); sub-blocks deal that order
+    # round-robin. Members and pairs are both read off the array (no window
+    # sort, no self-join); the grouped frame is checkpointed lazily so the two
+    # outputs share one computation.
+    grouped = (
+        keys.groupBy("block_key")
+        .agg(F.array_sort(F.collect_list(F.struct(F.xxhash64("record_id").alias("h"), F.col("record_id").alias("r")))).alias("m"))
+        .select("block_key", F.transform("m", lambda x: x["r"]).alias("ids"))
+        .withColumn("block_size", F.size("ids").cast("long"))
         .filter(F.col("block_size") >= 2)
-        .withColumn("rn", F.row_number().over(order_w) - 1)
-        .withColumn("n_sub", F.ceil(F.col("block_size") / F.lit(cap)))
-        .withColumn("sub_block", (F.col("rn") % F.col("n_sub")).cast("int"))
-        .select("block_key", "sub_block", "record_id", "block_size")
+        .withColumn("n_sub", F.ceil(F.col("block_size") / F.lit(cap)).cast("int"))
+        .localCheckpoint(eager=False)
     )
-    m1 = members.select("block_key", "sub_block", F.col("record_id").alias("id1"))
-    m2 = members.select("block_key", "sub_block", F.col("record_id").alias("id2"))
+    members = grouped.select(
+        "block_key", "block_size", "n_sub", F.posexplode("ids").alias("rn", "record_id")
+    ).select("block_key", (F.col("rn") % F.col("n_sub")).cast("int").alias("sub_block"), "record_id", "block_size")
+    gen = F.expr(
+        "flatten(transform(sequence(0, int(block_size) - 2), i -> "
+        "transform(filter(sequence(i + 1, int(block_size) - 1), j -> j % n_sub = i % n_sub), "
+        "j -> named_struct('a', ids[i], 'b', ids[j]))))"
+    )
     pairs = (
-        m1.join(m2, ["block_key", "sub_block"])
-        .filter(F.col("id1") < F.col("id2"))
-        .select("id1", "id2")
+        grouped.select(F.explode(gen).alias("p"))
+        .select(F.least("p.a", "p.b").alias("id1"), F.greatest("p.a", "p.b").alias("id2"))
         .distinct()
     )
     return BlockingResult(pairs=pairs, members=members)

@@ -67,7 +67,9 @@ def _materialise(df: DataFrame, reliable: bool) -> DataFrame:
     """Compute ``df`` now and cut its lineage: a reliable ``checkpoint`` when
     asked and the SparkContext has a checkpoint dir, else ``localCheckpoint``."""
     if reliable and df.sparkSession.sparkContext.getCheckpointDir():
-        return df.checkpoint(eager=True)
+        # local first, so the reliable write reads the stored blocks instead
+        # of recomputing the round's joins
+        return df.localCheckpoint(eager=True).checkpoint(eager=True)
     return df.localCheckpoint(eager=True)
 
 

@@ -81,6 +81,17 @@ class LinkageProfile(BaseModel):
     #: long are compared by Damerau–Levenshtein instead of exact equality (an
     #: SSN with a transposed digit is still the same SSN). 0 = always exact.
     numericFuzzyMinLen: int = Field(0, ge=0)
+    #: washline: with a weighted comparator, the score of a pair is
+    #: ``max(weighted score, floor comparator's score)``. ``ScoringMatrixKris``
+    #: weighs the leading tokens of the shorter reference most (DWM66), which
+    #: keeps a pair whose *first* fields agree (a person who moved house: same
+    #: name, different address) that a rarity-weighted score normalised by the
+    #: whole reference would drop. ``none`` = weighted score only.
+    comparatorFloor: Literal["none", "ScoringMatrixKris", "ScoringMatrixStd"] = "none"
+    #: washline: the floor comparator's score only counts when it reaches this
+    #: value (its own link threshold; 0.60 is the DWM authors' mu for
+    #: ScoringMatrixKris), so the floor never links below its own calibration.
+    comparatorFloorMin: float = Field(0.0, ge=0.0, le=1.0)
     matrixNumTokenRule: bool = True
     matrixInitialRule: bool = True
     #: washline: with matrixInitialRule, "exact" = a one-letter token scores

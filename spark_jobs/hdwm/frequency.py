@@ -99,20 +99,20 @@ def correction_map(freq: DataFrame, profile: LinkageProfile) -> DataFrame:
 def apply_corrections(tokens: DataFrame, cmap: DataFrame, remove_duplicates: bool) -> DataFrame:
     """Replace tokens by their correction (order kept); returns (``record_id``, ``tokens``).
 
-    Implemented as posexplode → left join with the map (Spark picks broadcast when small) →
-    ``array_sort`` by position → rebuild the array.
+    Only references holding a corrected token are rebuilt: posexplode → join
+    with the map (broadcast when small) → the affected references'
+    ``(pos, token)`` lists re-sorted by position. Every other reference passes
+    through untouched (no shuffle of the whole token table).
     """
     ex = tokens.select("record_id", F.posexplode("tokens").alias("pos", "token"))
-    fixed = ex.join(cmap, "token", "left").select(
-        "record_id", "pos", F.coalesce("replacement", "token").alias("token")
+    hit = ex.join(cmap, "token").select("record_id", "pos", "replacement")
+    fixes = hit.groupBy("record_id").agg(F.map_from_entries(F.collect_list(F.struct("pos", "replacement"))).alias("fx"))
+    joined = tokens.join(fixes, "record_id", "left")
+    arr = F.when(
+        F.col("fx").isNull(), F.col("tokens")
+    ).otherwise(
+        F.transform("tokens", lambda t, i: F.coalesce(F.try_element_at(F.col("fx"), i), t))
     )
-    rebuilt = fixed.groupBy("record_id").agg(
-        F.array_sort(F.collect_list(F.struct("pos", "token"))).alias("s")
-    )
-    arr = F.transform("s", lambda x: x["token"])
     if remove_duplicates:
         arr = F.array_distinct(arr)
-    out = rebuilt.select("record_id", arr.alias("tokens"))
-    # references with no tokens vanished in posexplode: put them back
-    empty = tokens.join(out.select("record_id"), "record_id", "left_anti").select("record_id", "tokens")
-    return out.unionByName(empty)
+    return joined.select("record_id", arr.alias("tokens"))

@@ -89,3 +89,37 @@ def test_comparison_tokens_carry_idf_weights(spark):
     assert rows["a"].ctokens == ["X", "Y"]
     assert rows["a"].cweights == pytest.approx([math.log(3 / 2), math.log(3)])
     assert rows["c"].ctokens == [] and rows["c"].cweights == []
+
+
+def test_weighted_token_match_greedy_takes_largest_weighted_cell_first():
+    # the greedy one-to-one assignment picks by weighted value, not by similarity
+    s = score_weighted(["ABCDE", "QQQQ"], [5, 1], ["ABCDE", "ABXDE"][::-1], [5, 1][::-1])
+    assert s == pytest.approx(5 / 6)  # exact ABCDE~ABCDE (1·5) beats ABCDE~ABXDE (0.8·min(5,1)=0.8)
+    s2 = score_weighted(["ABCDE"], [5], ["ABXDE", "ABCDE"], [5, 1])
+    assert s2 == pytest.approx(0.8 * 5 / 5)  # 0.8·5 = 4 > 1·min(5,1) = 1
+
+
+def test_kris_floor_keeps_pairs_whose_leading_tokens_agree():
+    # same person, moved house: the name (first tokens) agrees, the address does not
+    a = ["JORGE", "A", "CLINTON", "530", "PARKSIDE", "AV", "MERRITT", "32953"]
+    b = ["JORGE", "A", "CLINTON", "1780", "VALE", "DR", "CLERMONT", "34711", "FLA"]
+    wa, wb = [5.0] * len(a), [5.0] * len(b)
+    plain = LinkageProfile(comparator="WeightedTokenMatch", beta=16, sigma=145)
+    floored = LinkageProfile(comparator="WeightedTokenMatch", comparatorFloor="ScoringMatrixKris", beta=16, sigma=145)
+    from hdwm.compare import score_tokens, score_with_profile
+
+    w = score_with_profile(a, wa, b, wb, plain)
+    k = score_tokens(a, b, "ScoringMatrixKris")
+    assert w == pytest.approx(3 * 5 / 40)  # 3 of 8 equally weighted tokens
+    assert k > 0.5 > w  # Kris: rows weigh (8-j)/36, the first three hold 21/36
+    assert score_with_profile(a, wa, b, wb, floored) == pytest.approx(max(w, k))
+    # the floor only counts from comparatorFloorMin on
+    strict = floored.model_copy(update={"comparatorFloorMin": 0.99})
+    assert score_with_profile(a, wa, b, wb, strict) == pytest.approx(w)
+
+
+def test_default_profile_has_kris_floor():
+    p = load_profile("default")
+    assert p.comparatorFloor == "ScoringMatrixKris"
+    with pytest.raises(ValueError):
+        LinkageProfile(comparatorFloor="Jaccard")
