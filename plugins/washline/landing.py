@@ -20,12 +20,12 @@ so it is idempotent.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 import uuid
-from datetime import date
 from pathlib import Path
+
+from washline.paths import validate_ds
 
 #: Landing folder name (the ``source`` declared in include/config/sources.yaml).
 FEBRL_SOURCE = "febrl"
@@ -51,19 +51,6 @@ FEBRL_DATASETS: dict[str, tuple[str, int]] = {
     "febrl2": ("load_febrl2", 5_000),
     "febrl3": ("load_febrl3", 5_000),
 }
-
-_DS = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-
-
-def _validate_ds(ds: str) -> str:
-    if not isinstance(ds, str) or not _DS.match(ds):
-        raise ValueError(f"ds must be a date written YYYY-MM-DD, got {ds!r}")
-    try:
-        date.fromisoformat(ds)
-    except ValueError as exc:
-        raise ValueError(f"ds {ds!r} is not a calendar date") from exc
-    return ds
-
 
 def load_febrl_frame(dataset: str):
     """Return the FEBRL data set as a pandas DataFrame with ``FEBRL_COLUMNS``.
@@ -105,7 +92,7 @@ def land_febrl(dataset: str, ds: str, landing_root: Path, parts: int = 2) -> lis
     Raises:
         ValueError: unknown dataset, malformed ``ds`` or ``parts`` < 1.
     """
-    _validate_ds(ds)
+    validate_ds(ds)
     if dataset not in FEBRL_DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}; expected one of {sorted(FEBRL_DATASETS)}")
     if not isinstance(parts, int) or isinstance(parts, bool) or parts < 1:

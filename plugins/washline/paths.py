@@ -44,11 +44,11 @@ def validate_ds(ds: str) -> str:
             parameters, so nothing else is accepted).
     """
     if not isinstance(ds, str) or not DS_PATTERN.match(ds):
-        raise ParamError(f"logical date must be YYYY-MM-DD, got {ds!r}")
+        raise ParamError(f"logical date (ds) must be YYYY-MM-DD, got {ds!r}")
     try:
         date.fromisoformat(ds)
     except ValueError as exc:
-        raise ParamError(f"logical date {ds!r} is not a calendar date") from exc
+        raise ParamError(f"logical date (ds) {ds!r} is not a calendar date") from exc
     return ds
 
 
