@@ -2,6 +2,7 @@
 
     benchmarks/.venv/bin/python benchmarks/scale.py --sizes 100000,1000000 --repeat 3 [--skip-splink]
     benchmarks/.venv/bin/python benchmarks/scale.py --febrl3 --repeat 3
+    benchmarks/.venv/bin/python benchmarks/scale.py --sizes 100000,1000000 --skip-hdwm   # Splink only
 
 For each size: ``benchmarks/synth.py --records N --seed 42`` (cached in the
 temp folder), then ``python -m hdwm --format csv`` in the product venv on
@@ -89,12 +90,17 @@ print(json.dumps(run_splink(Path({path!r}), 'csv', None)))
 """
 
 
+def walls_ok(w: float | None) -> bool:
+    return w is not None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="HDWM scale benchmark")
     ap.add_argument("--sizes", default="100000")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--febrl3", action="store_true", help="time spark_jobs/link.py on FEBRL3 instead")
     ap.add_argument("--skip-splink", action="store_true")
+    ap.add_argument("--skip-hdwm", action="store_true", help="time only Splink on DuckDB (synthetic sizes)")
     a = ap.parse_args(argv)
     env = dict(os.environ, WASHLINE_SPARK_MASTER="local[2]")
     rows = []
@@ -123,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, cmd, path in sizes:
         walls, peaks, f1 = [], [], None
         load0 = os.getloadavg()[0]
-        for _ in range(a.repeat):
+        for _ in range(0 if a.skip_hdwm and path is not None else a.repeat):
             w, pk, out = measure(cmd, cwd=REPO / "spark_jobs", env=env)
             walls.append(w)
             peaks.append(pk)
@@ -143,13 +149,15 @@ def main(argv: list[str] | None = None) -> int:
             code = SPLINK_CHILD.format(bench=str(REPO / "benchmarks"), path=str(path))
             w, pk, out = measure([sys.executable, "-c", code])
             sp = (w, pk, json.loads(out.strip().splitlines()[-1])["f1"])
-        rows.append((label, statistics.median(walls), max(peaks), f1, load0, load1, len(walls), sp))
+        rows.append((label, statistics.median(walls) if walls else None, max(peaks, default=None), f1,
+                     load0, load1, len(walls), sp))
     print("| input | HDWM median wall s | runs | HDWM peak RSS GiB | HDWM F1 | load avg start→end | "
           "Splink-DuckDB wall s | Splink peak GiB | Splink F1 |")
     print("|---|---|---|---|---|---|---|---|---|")
     for label, w, pk, f1, l0, l1, n, sp in rows:
         s = f"{sp[0]:.1f} | {sp[1]:.2f} | {sp[2]:.3f}" if sp else "– | – | –"
-        print(f"| {label} | {w:.1f} | {n} | {pk:.2f} | {f1 if f1 is not None else '–'} | {l0:.1f}→{l1:.1f} | {s} |")
+        hd = f"{w:.1f} | {n} | {pk:.2f} | {f1 if f1 is not None else '–'}" if walls_ok(w) else "– | 0 | – | –"
+        print(f"| {label} | {hd} | {l0:.1f}→{l1:.1f} | {s} |")
     return 0
 
 

@@ -1,0 +1,173 @@
+"""Messy landing files through the real cleanse job (issue 8, input cases):
+BOM, CRLF and old-Mac CR-only line endings, an embedded newline inside a
+quoted field, a tab-separated file in a comma feed (and a tab source that
+declares it), empty and header-only files, and non-Latin names, which must
+stay meaningful tokens for the linkage.
+
+Every case checks the count invariant ``rows_in == curated + quarantined``
+and that each physical data line is either curated or quarantined with its
+reason, so nothing is silently lost.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[2]
+JOB = REPO / "spark_jobs" / "cleanse.py"
+DS = "2025-03-01"
+HEADER = "rec_id,given_name,surname,street_number,address_1,address_2,suburb,postcode,state,date_of_birth,soc_sec_id"
+
+
+def row(n: int, given: str = "ann", surname: str = "lee") -> str:
+    return f"rec-{n}-org,{given},{surname},{n},main street,,perth,6000,wa,19800101,{n:03d}"
+
+
+@pytest.fixture(scope="module")
+def job():
+    spec = importlib.util.spec_from_file_location("washline_cleanse_job_messy", JOB)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(job, spark, landing: Path, out: Path, *extra: str) -> dict:
+    args = ["--landing", str(landing), "--ds", DS, "--curated", str(out / "curated"),
+            "--quarantine", str(out / "quarantine"), "--metrics", str(out / "metrics.json"), *extra]
+    assert job.main(args, spark=spark) == 0
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["rows_in"] == m["rows_curated"] + m["rows_quarantined"]
+    return m
+
+
+def curated(spark, out: Path) -> dict:
+    return {r["record_id"]: r for r in spark.read.parquet(str(out / "curated")).collect()}
+
+
+def quarantined(spark, out: Path) -> list:
+    return spark.read.parquet(str(out / "quarantine")).collect()
+
+
+def test_bom_crlf_and_cr_only_files_flow_with_exact_line_numbers(tmp_path, spark, job):
+    day = tmp_path / "landing" / "febrl" / DS
+    day.mkdir(parents=True)
+    # a UTF-8 BOM before the header, Windows line endings
+    (day / "bom-crlf.csv").write_bytes(b"\xef\xbb\xbf" + "\r\n".join([HEADER, row(1), row(2)]).encode() + b"\r\n")
+    # old-Mac CR-only line endings (as the DWM sample S2G), the last line unterminated,
+    # and a bad row so the line number of a CR-only file is checked
+    (day / "cr-only.csv").write_bytes("\r".join([HEADER, row(3), "rec-4-org,too,few", row(5)]).encode())
+    out = tmp_path / "out"
+    m = run(job, spark, tmp_path / "landing", out)
+    assert (m["rows_in"], m["rows_curated"], m["rows_quarantined"]) == (5, 4, 1)
+    cur = curated(spark, out)
+    assert set(cur) == {"rec-1-org", "rec-2-org", "rec-3-org", "rec-5-org"}
+    # no BOM and no stray CR survives into a value
+    assert cur["rec-1-org"]["record_id"] == "rec-1-org"
+    assert all("\r" not in (v or "") for r in cur.values() for v in r.asDict().values() if isinstance(v, str))
+    assert cur["rec-2-org"]["soc_sec_id"] == "002"
+    (q,) = quarantined(spark, out)
+    assert (Path(q["source_file"]).name, q["line_number"], q["reason"]) == ("cr-only.csv", 3, "column_count")
+    assert q["raw"] == "rec-4-org,too,few"
+
+
+def test_embedded_newline_in_a_quoted_field_is_quarantined_line_by_line(tmp_path, spark, job):
+    """Records must be single-line: both physical lines of a record whose quoted
+    field spans a newline go to quarantine (with their raw text), the rows
+    around them still flow."""
+    day = tmp_path / "landing" / "febrl" / DS
+    day.mkdir(parents=True)
+    split = 'rec-2-org,bob,"smith\njones",2,main street,,perth,6000,wa,19800101,002'
+    (day / "part.csv").write_text("\n".join([HEADER, row(1), split, row(3)]) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    m = run(job, spark, tmp_path / "landing", out)
+    assert (m["rows_in"], m["rows_curated"], m["rows_quarantined"]) == (4, 2, 2)
+    assert set(curated(spark, out)) == {"rec-1-org", "rec-3-org"}
+    q = {r["line_number"]: r for r in quarantined(spark, out)}
+    assert set(q) == {3, 4}
+    assert {q[3]["reason"], q[4]["reason"]} <= {"malformed", "column_count"}
+    assert q[3]["raw"] + "\n" + q[4]["raw"] == split  # the whole record is recoverable
+
+
+def test_tab_file_in_a_comma_feed_is_quarantined_whole_and_a_tab_source_flows(tmp_path, spark, job):
+    day = tmp_path / "landing" / "febrl" / DS
+    day.mkdir(parents=True)
+    (day / "good.csv").write_text("\n".join([HEADER, row(1)]) + "\n")
+    (day / "tabs.csv").write_text("\n".join([HEADER.replace(",", "\t"), row(2).replace(",", "\t")]) + "\n")
+    out = tmp_path / "out"
+    m = run(job, spark, tmp_path / "landing", out)
+    assert (m["rows_in"], m["rows_curated"], m["rows_quarantined"]) == (3, 1, 2)
+    assert m["quarantined_by_reason"]["bad_header"] == 2
+    assert {(Path(r["source_file"]).name, r["line_number"]) for r in quarantined(spark, out)} == {
+        ("tabs.csv", 1), ("tabs.csv", 2)}
+
+    # the same tab file flows when its source declares the delimiter
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / "sources.yaml").write_text(
+        "sources:\n"
+        "  crm:\n"
+        "    record_id: id\n"
+        "    csv: {delimiter: \"\\t\"}\n"
+        "    columns:\n"
+        "      - {name: id, type: id}\n"
+        "      - {name: name, type: text}\n"
+        "      - {name: city, type: text}\n"
+    )
+    crm = tmp_path / "landing2" / "crm" / DS
+    crm.mkdir(parents=True)
+    (crm / "export.tsv.csv").write_text("id\tname\tcity\nc1\t mary ann \tperth\nc2\tbob, jr\tsydney\n")
+    out2 = tmp_path / "out2"
+    m2 = run(job, spark, tmp_path / "landing2", out2, "--sources-config", str(config))
+    assert (m2["rows_in"], m2["rows_curated"], m2["rows_quarantined"]) == (2, 2, 0)
+    cur = curated(spark, out2)
+    assert cur["c1"]["name"] == "MARY ANN" and cur["c2"]["name"] == "BOB, JR"
+
+
+def test_empty_and_header_only_files_add_no_rows_and_do_not_stop_the_others(tmp_path, spark, job):
+    day = tmp_path / "landing" / "febrl" / DS
+    day.mkdir(parents=True)
+    (day / "empty.csv").write_bytes(b"")
+    (day / "header-only.csv").write_text(HEADER + "\n")
+    (day / "data.csv").write_text("\n".join([HEADER, row(1), row(2)]) + "\n")
+    out = tmp_path / "out"
+    m = run(job, spark, tmp_path / "landing", out)
+    assert (m["rows_in"], m["rows_curated"], m["rows_quarantined"]) == (2, 2, 0)
+    assert set(curated(spark, out)) == {"rec-1-org", "rec-2-org"}
+
+
+def test_non_latin_names_stay_meaningful_tokens(tmp_path, spark, job):
+    """Cyrillic, Greek and accented Latin names are kept (upper-cased, not
+    transliterated or stripped) and each name is one linkage token."""
+    from hdwm.config import LinkageProfile
+    from hdwm.tokenizer import tokenize
+
+    day = tmp_path / "landing" / "febrl" / DS
+    day.mkdir(parents=True)
+    rows = [row(1, "иван", "петров-сидоров"), row(2, "José", "Núñez"), row(3, "Σοφία", "Παπαδοπούλου"),
+            row(4, "zoë", "ćwik")]
+    (day / "part.csv").write_text("\n".join([HEADER, *rows]) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    m = run(job, spark, tmp_path / "landing", out)
+    assert (m["rows_curated"], m["rows_quarantined"]) == (4, 0)
+    cur = curated(spark, out)
+    assert (cur["rec-1-org"]["given_name"], cur["rec-1-org"]["surname"]) == ("ИВАН", "ПЕТРОВ-СИДОРОВ")
+    assert (cur["rec-2-org"]["given_name"], cur["rec-2-org"]["surname"]) == ("JOSÉ", "NÚÑEZ")
+    assert cur["rec-3-org"]["given_name"] == "ΣΟΦΊΑ"
+
+    refs = spark.createDataFrame(
+        [(k, f"{r['given_name']} {r['surname']}") for k, r in cur.items()], "record_id string, text string")
+    for kind in ("Splitter", "CompressNbr", "Compress"):
+        toks = {r["record_id"]: r["tokens"] for r in tokenize(refs, LinkageProfile(tokenizerType=kind)).collect()}
+        assert toks["rec-1-org"][0] == "ИВАН", kind
+        assert toks["rec-2-org"] == ["JOSÉ", "NÚÑEZ"], kind
+        assert toks["rec-3-org"] == ["ΣΟΦΊΑ", "ΠΑΠΑΔΟΠΟΎΛΟΥ"], kind
+        assert toks["rec-4-org"] == ["ZOË", "ĆWIK"], kind
+    # a hyphenated double surname splits into its two names (Splitter), or is one token (Compress)
+    split = tokenize(refs, LinkageProfile(tokenizerType="Splitter")).filter("record_id = 'rec-1-org'").first()
+    assert split["tokens"] == ["ИВАН", "ПЕТРОВ", "СИДОРОВ"]
