@@ -18,18 +18,42 @@ def test_config_defaults_and_sources():
     assert 0.0 <= cfg["singleton_share"]["min"] <= cfg["singleton_share"]["max"] <= 1.0
     assert cfg["source_names"] == ["febrl"]
     assert cfg["suites"] == list(runner.SUITE_NAMES)
+    assert cfg["keep_runs"] == 5
 
 
 @pytest.mark.parametrize("body, message", [
     ("cluster_size: {min: 5, max: 2}\nsingleton_share: {min: 0, max: 1}\n", "cluster_size"),
     ("cluster_size: {min: 1, max: 2}\nsingleton_share: {min: 0.5, max: 1.5}\n", "singleton_share"),
     ("cluster_size: {min: 1}\nsingleton_share: {min: 0, max: 1}\n", "numeric min and max"),
+    ("cluster_size: {min: 1, max: 2}\nsingleton_share: {min: 0, max: 1}\nkeep_runs: 0\n", "keep_runs"),
+    ("cluster_size: {min: 1, max: 2}\nsingleton_share: {min: 0, max: 1}\nkeep_runs: many\n", "keep_runs"),
 ])
 def test_bad_config_is_refused(tmp_path, body, message):
     path = tmp_path / "quality.yaml"
     path.write_text(body)
     with pytest.raises(runner.QualityConfigError, match=message):
         runner.load_config(path)
+
+
+def test_prune_run_folders_keeps_the_newest_and_the_current_run(tmp_path):
+    import os
+
+    parent = tmp_path / "gx"
+    runs = []
+    for i in range(7):
+        run = parent / f"manual__2025-01-0{i + 1}"
+        (run / "gx").mkdir(parents=True)
+        os.utime(run, (1_000_000 + i, 1_000_000 + i))  # run 6 is the newest
+        runs.append(run)
+    (parent / "notes").mkdir()  # not a GX run folder: never touched
+    (parent / "README.txt").write_text("x")
+    current = runs[0]  # the oldest mtime, but it is this run's folder
+    removed = runner.prune_run_folders(parent, 3, current=current)
+    left = sorted(p.name for p in parent.iterdir())
+    assert left == sorted(["README.txt", "notes", runs[0].name, runs[6].name, runs[5].name])
+    assert sorted(removed) == sorted(runs[1:5])
+    assert runner.prune_run_folders(parent, 3, current=current) == []  # idempotent
+    assert runner.prune_run_folders(tmp_path / "missing", 3) == []
 
 
 @pytest.mark.parametrize("name", runner.SUITE_NAMES)

@@ -152,12 +152,13 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
 
     Returns:
         ``{"cluster_size": {"min", "max"}, "singleton_share": {"min", "max"},
-        "source_names": [..], "suites": [..]}``.
+        "source_names": [..], "suites": [..], "keep_runs": int}``.
 
     Raises:
         QualityConfigError: file missing, unreadable or a bound out of range
             (cluster sizes are integers ≥ 1 with min ≤ max; shares lie in
-            [0, 1] with min ≤ max); the message names the file and key.
+            [0, 1] with min ≤ max; ``keep_runs`` an integer ≥ 1); the message
+            names the file and key.
     """
     import yaml
 
@@ -176,6 +177,12 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
     if not 0.0 <= share["min"] <= share["max"] <= 1.0:
         raise QualityConfigError(f"{path}: singleton_share needs 0 <= min <= max <= 1, got {share}")
     suites = list(doc.get("suites") or SUITE_NAMES)
+    try:
+        keep_runs = int(doc.get("keep_runs", DEFAULT_KEEP_RUNS))
+    except (TypeError, ValueError) as exc:
+        raise QualityConfigError(f"{path}: keep_runs must be an integer >= 1 ({exc!r})") from exc
+    if keep_runs < 1:
+        raise QualityConfigError(f"{path}: keep_runs must be an integer >= 1, got {keep_runs}")
     sources_path = REPO_ROOT / str(doc.get("sources_config", "include/config/sources.yaml"))
     try:
         sources = yaml.safe_load(sources_path.read_text())["sources"]
@@ -184,7 +191,45 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
         raise QualityConfigError(f"{path}: cannot read source names from {sources_path}: {exc!r}") from exc
     if not source_names:
         raise QualityConfigError(f"{path}: {sources_path} declares no sources")
-    return {"cluster_size": size, "singleton_share": share, "source_names": source_names, "suites": suites}
+    return {"cluster_size": size, "singleton_share": share, "source_names": source_names, "suites": suites,
+            "keep_runs": keep_runs}
+
+
+DEFAULT_KEEP_RUNS = 5
+
+
+def prune_run_folders(parent: Path, keep: int, current: Path | None = None) -> list[Path]:
+    """Delete all but the newest ``keep`` GX run folders under ``parent``.
+
+    ``parent`` is a date's ``lake/reports/<ds>/gx/``; each child holding a
+    ``gx/`` project is one run's GX project and Data Docs. Folders are ordered
+    by modification time (newest first); ``current`` (this run) is always kept.
+    Anything else in ``parent`` is left alone. A folder that cannot be removed
+    is logged as a warning, not raised: pruning never fails a validation.
+
+    Returns:
+        The folders removed.
+    """
+    import shutil
+
+    parent = Path(parent)
+    if keep < 1 or not parent.is_dir():
+        return []
+    runs = [p for p in parent.iterdir() if p.is_dir() and (p / "gx").is_dir()]
+    runs.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    if current is not None:
+        current = Path(current).resolve()
+        runs.sort(key=lambda p: p.resolve() != current)  # stable: the current run first
+    removed = []
+    for old in runs[keep:]:
+        try:
+            shutil.rmtree(old)
+            removed.append(old)
+        except OSError as exc:
+            log.warning("could not remove the old GX run folder %s: %s", old, exc)
+    if removed:
+        log.info("removed %d old GX run folder(s) under %s (keep_runs=%d)", len(removed), parent, keep)
+    return removed
 
 
 def load_suite_spec(name: str, suites_dir: Path | None = None) -> dict[str, Any]:
@@ -946,7 +991,10 @@ def validate_slice(
 
     Returns:
         :func:`validate_staging`'s summary; ``suite`` names what ran. The
-        Data Docs path is logged.
+        Data Docs path is logged. Afterwards all but the newest ``keep_runs``
+        (``quality.yaml``, default 5) run folders beside ``docs_dir`` are
+        removed (:func:`prune_run_folders`), so Data Docs stay linkable for
+        recent runs without growing forever.
     """
     expected = {
         "staging_records": expected_row_count,
@@ -956,6 +1004,11 @@ def validate_slice(
     suites = [suite_name] if suite_name else None
     summary = validate_staging(conn_id, ds, expected, docs_dir, suites=suites, suites_dir=suites_dir,
                                config_path=config_path, schema=schema)
+    try:
+        keep = load_config(config_path)["keep_runs"]
+    except QualityConfigError:
+        keep = DEFAULT_KEEP_RUNS  # the validation itself reported the bad file
+    prune_run_folders(Path(docs_dir).parent, keep, current=Path(docs_dir))
     if not keep_sql:
         summary.pop("sql", None)
     summary["suite"] = suite_name or ",".join(summary["suites"]) or "staging"
