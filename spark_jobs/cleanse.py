@@ -9,11 +9,18 @@ Exit codes:
     0  success (curated, quarantine and metrics written)
     1  unexpected error (Spark or I/O; traceback in the log)
     2  bad arguments or configuration: malformed ``--ds``, invalid
-       ``sources.yaml``, or a landing folder for the date whose source is not
-       declared there (the message names it)
+       ``sources.yaml``, a landing folder for the date whose source is not
+       declared there (the message names it), or **schema drift**: a file
+       whose header adds, lacks, renames or repeats a column (the message
+       names every such file, relative to the landing root, and column)
     3  no input: no ``<ROOT>/<source>/<ds>/*.csv`` at all ("no input for <ds> in <ROOT>")
     4  count invariant violated (rows_in != rows_curated + rows_quarantined);
        nothing is trusted, the metrics file is not written
+
+On a documented failure (exit 2, 3 or 4) the one-line message is also written
+to ``<metrics stem>.error.json`` beside ``--metrics`` (``{"exit_code", "error"}``),
+so Airflow's ``SparkJobOperator`` can quote it in the run summary; a run that
+succeeds removes that file.
 
 What it does, for each ``<ROOT>/<source>/<ds>/*.csv`` of a declared source:
 
@@ -23,9 +30,22 @@ What it does, for each ``<ROOT>/<source>/<ds>/*.csv`` of a declared source:
    lines are counted and offset by the lines of the earlier splits of the same
    file. Records must be single-line (multi-line quoted fields are not
    supported; such a record is quarantined as ``malformed``, never dropped).
-2. Checks each file's header against the declared columns (case-insensitive,
-   in order); a mismatching file is quarantined whole (``bad_header``,
-   including its first line).
+2. Checks each file's header against the declared columns
+   (``hdwm.cleansing.compare_header``: trimmed, case-insensitive, BOM ignored,
+   order free: each file is parsed by its own header). The source's optional
+   ``column_map`` (file name -> declared column) and ``ignore_columns`` (extra
+   columns dropped on purpose) from ``sources.yaml`` apply first. The rule:
+
+   * the header matches (after mapping): the file flows;
+   * it is a header (at least half of its fields are known names) but a
+     column is added, missing, renamed or repeated: **schema drift**, the
+     job fails with exit 2 before anything is written, e.g. ``schema drift
+     in febrl/2025-01-01/part-2.csv: unexpected column 'email' (declared:
+     rec_id, given_name, ...)``. Drift is a change of contract, not a bad
+     row: quarantining every row would hide it and publish a partial night;
+   * the first line is not recognisable as a header at all (a file without
+     a header, garbage): the file is quarantined whole (``bad_header``, its
+     first line included), so nothing is lost and other files still flow.
 3. Parses each line with ``from_csv`` and the declared schema (every column a
    string) in PERMISSIVE mode with a corrupt-record column: a line with the
    wrong number of fields is quarantined as ``column_count``, an unbalanced
@@ -111,6 +131,10 @@ class NoInputError(CleanseError):
 
 class InvariantError(CleanseError):
     exit_code = EXIT_INVARIANT
+
+
+class SchemaDriftError(ConfigError):
+    """A file's header adds, lacks, renames or repeats a declared column."""
 
 
 # ---------------------------------------------------------------------------
@@ -215,17 +239,77 @@ def discover_inputs(landing: Path, ds: str, sources: dict[str, SourceSpec]) -> d
     return found
 
 
-def check_header(line: str | None, spec: SourceSpec) -> str | None:
-    """None if ``line`` is the declared header (case-insensitive, trimmed, in
-    order; a UTF-8 BOM is ignored), else a human-readable mismatch detail."""
+def check_header(line: str | None, spec: SourceSpec) -> C.HeaderCheck | None:
+    """Split a file's first line as CSV and compare it with ``spec``
+    (:func:`hdwm.cleansing.compare_header`); None for a file with no line."""
     if line is None:
         return None
     fields = next(csv.reader([line.lstrip("\ufeff")], delimiter=spec.delimiter, quotechar=spec.quote), [])
-    found = [f.strip().lower() for f in fields]
-    expected = [c.lower() for c in spec.column_names]
-    if found == expected:
+    return C.compare_header(fields, spec)
+
+
+def read_first_line(path: Path, limit: int = 1 << 20) -> str | None:
+    """The first line of a file as Spark's line reader sees it (ends at LF,
+    CRLF or a lone CR; bytes that are not UTF-8 become U+FFFD), read from at
+    most ``limit`` bytes; None for an empty file."""
+    with open(path, "rb") as fh:
+        head = fh.read(limit)
+    if not head:
         return None
-    return f"header {found} does not match declared columns {expected}"
+    return re.split(r"\r\n|\r|\n", head.decode("utf-8", errors="replace"), maxsplit=1)[0]
+
+
+def relative_name(path: str | Path, landing: Path | None) -> str:
+    """``path`` (a local path or ``file:`` URI) relative to the landing root,
+    for messages; the bare file name when it is outside it."""
+    from urllib.parse import unquote, urlparse
+
+    text = str(path)
+    if text.startswith("file:"):
+        text = unquote(urlparse(text).path)
+    p = Path(text)
+    if landing is not None:
+        try:
+            return p.resolve().relative_to(landing.resolve()).as_posix()
+        except ValueError:
+            pass
+    return p.name
+
+
+def drift_message(problems: dict[str, tuple[str, ...]], spec: SourceSpec) -> str:
+    """One message for every drifted file of a source: file, findings, the
+    declared columns and how to accept the change."""
+    parts = [f"schema drift in {name}: {'; '.join(found)}" for name, found in sorted(problems.items())]
+    return (
+        f"{' | '.join(parts)} (declared for source {spec.name!r}: {', '.join(spec.column_names)}). "
+        f"If the change is intended, map renamed columns with column_map or drop extra ones with "
+        f"ignore_columns in {SOURCES_FILE}; else fix the feed"
+    )
+
+
+def check_headers(inputs: dict[str, list[Path]], sources: dict[str, SourceSpec], landing: Path) -> None:
+    """Driver-side header check of every input file, before Spark starts.
+
+    Raises:
+        SchemaDriftError: a file's header drifted (every drifted file is named).
+    """
+    messages = []
+    for name, files in inputs.items():
+        drifted = {}
+        for path in files:
+            result = check_header(read_first_line(path), sources[name])
+            if result is not None and result.is_header and result.problems:
+                drifted[relative_name(path, landing)] = result.problems
+        if drifted:
+            messages.append(drift_message(drifted, sources[name]))
+    if messages:
+        raise SchemaDriftError(" || ".join(messages))
+
+
+def error_path(metrics: str | Path) -> Path:
+    """Where a failed run leaves its one-line error: ``<metrics stem>.error.json``."""
+    path = Path(metrics).expanduser().resolve()
+    return path.with_name(path.name[: -len(path.suffix)] + ".error.json" if path.suffix else path.name + ".error.json")
 
 
 def atomic_write_json(path: Path, payload: dict[str, Any]) -> None:
@@ -314,8 +398,16 @@ def read_numbered_lines(spark, files: list[Path]):
     return numbered, lines, files_info
 
 
-def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str):
+def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing: Path | None = None):
     """Parse, clean and classify one source's lines.
+
+    Each file is parsed by its own header's layout (``column_map`` renames and
+    ``ignore_columns`` drops applied), so a file may order its columns freely.
+
+    Raises:
+        SchemaDriftError: a file's header drifted (normally already caught by
+            :func:`check_headers` before Spark started; names are relative
+            to ``landing``).
 
     Returns:
         dict with ``classified`` (one row per input row: quarantine columns,
@@ -331,24 +423,31 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str):
 
     # -- headers and row accounting (from the per-split table; no extra pass) ---------
     bad_headers: dict[str, str] = {}
+    layouts: dict[tuple[str | None, ...], list[str]] = {}
+    drifted: dict[str, tuple[str, ...]] = {}
     rows_in = blank_lines = 0
     for path, info in files_info.items():  # files with no line at all are absent
-        problem = check_header(info["header"], spec)
-        if problem:
-            bad_headers[path] = problem
+        result = check_header(info["header"], spec)
+        if result is not None and result.is_header and result.problems:
+            drifted[relative_name(path, landing)] = result.problems
+        elif result is None or not result.is_header:
+            bad_headers[path] = result.problems[0] if result else "file has no header line"
             rows_in += info["lines"]  # every line, header and blank ones included, is quarantined
         else:
+            layouts.setdefault(result.layout, []).append(path)
             rows_in += info["lines"] - 1 - info["blank"]
             blank_lines += info["blank"]
+    if drifted:
+        base.unpersist()
+        raise SchemaDriftError(drift_message(drifted, spec))
     bad_file = F.col("source_file").isin(list(bad_headers)) if bad_headers else F.lit(False)
     good_header_line = (F.col("line_number") == 1) & ~bad_file
     blank = C.is_blank_col(F.col("value"))
     # Blank lines are not rows; a bad-header file is quarantined line by line (blank ones too).
     rows = numbered.filter(~good_header_line & (~blank | bad_file))
 
-    # -- parse -------------------------------------------------------------------------
+    # -- parse: each file by its own header's layout ------------------------------------
     names = spec.column_names
-    ddl = ", ".join(f"`{n}` STRING" for n in names) + f", `{CORRUPT}` STRING"
     options = {
         "mode": "PERMISSIVE",
         "columnNameOfCorruptRecord": CORRUPT,
@@ -356,10 +455,22 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str):
         "quote": spec.quote,
         "escape": spec.escape,
     }
-    parsed = rows.withColumn("_r", F.from_csv(F.col("value"), ddl, options)).select(
-        "source_file", "line_number", "value", *[F.col("_r").getField(n).alias(n) for n in names],
-        F.col("_r").getField(CORRUPT).alias(CORRUPT),
-    )
+    groups = list(layouts.items())
+    declared_layout = tuple(names)
+    if bad_headers:  # parsed as declared; every line is quarantined anyway
+        groups.append((declared_layout, list(bad_headers)))
+    if not groups:
+        groups = [(declared_layout, [])]
+    parsed = None
+    for layout, group_files in groups:
+        fields_ddl = [f"`{n}` STRING" if n else f"`_ignored_{i}` STRING" for i, n in enumerate(layout)]
+        ddl = ", ".join(fields_ddl) + f", `{CORRUPT}` STRING"
+        part = rows if len(groups) == 1 else rows.filter(F.col("source_file").isin(group_files))
+        part = part.withColumn("_r", F.from_csv(F.col("value"), ddl, options)).select(
+            "source_file", "line_number", "value", *[F.col("_r").getField(n).alias(n) for n in names],
+            F.col("_r").getField(CORRUPT).alias(CORRUPT), F.lit(len(layout)).alias("_n_fields"),
+        )
+        parsed = part if parsed is None else parsed.unionByName(part)
 
     # -- clean -------------------------------------------------------------------------
     record_id = C.whitespace_col(F.col(spec.record_id))
@@ -378,7 +489,7 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str):
     quote_char = re.escape(spec.quote)
     quotes = F.size(F.split(F.col("value"), quote_char, -1)) - 1
     fields = F.size(F.split(F.col("value"), re.escape(spec.delimiter), -1))
-    n_declared = len(names)
+    n_fields = F.col("_n_fields")
     header_detail = F.lit(None).cast("string")
     for path, problem in bad_headers.items():
         header_detail = F.when(F.col("source_file") == path, F.lit(problem)).otherwise(header_detail)
@@ -400,9 +511,9 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str):
         .when(corrupt & (quotes % 2 == 1), F.lit("unbalanced quote (multi-line fields are not supported)"))
         .when(
             corrupt & (quotes == 0),
-            F.format_string(f"expected {n_declared} fields, found %d", fields),
+            F.format_string("expected %d fields, found %d", n_fields, fields),
         )
-        .when(corrupt, F.lit(f"expected {n_declared} fields"))
+        .when(corrupt, F.format_string("expected %d fields", n_fields))
         .when(bad_bytes, F.lit("bytes that are not UTF-8 (shown as U+FFFD); re-export the file as UTF-8"))
         .when(control, F.lit("NUL or other control character in the line"))
         .when(too_long, F.format_string(f"a field of %d characters (limit {C.MAX_FIELD_CHARS})", longest))
@@ -474,6 +585,7 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
     if n_files == 0:
         raise NoInputError(f"no input for {ds} in {landing}")
     log.info("cleanse %s: config %s; landing %s", ds, config_path, landing)
+    check_headers(inputs, sources, landing)  # schema drift fails here, before a JVM starts
     for name, files in inputs.items():
         log.info("  %s: %d file(s) %s", name, len(files), [p.name for p in files])
 
@@ -516,7 +628,7 @@ def run(spark, args: argparse.Namespace, plan: dict[str, Any] | None = None) -> 
                 by_source[name] = {"files": 0, "rows_in": 0, "rows_curated": 0, "rows_quarantined": 0}
                 continue
             spec = sources[name]
-            result = classify_source(spark, spec, files, ds)
+            result = classify_source(spark, spec, files, ds, landing)
             cached.extend(result["cached"])
             classified = result["classified"]
             flags = result["fix_flags"]
@@ -652,6 +764,8 @@ def main(argv: list[str] | None = None, spark=None) -> int:
     """
     _setup_logging()
     args = parse_args(argv)
+    failure = error_path(args.metrics)
+    failure.unlink(missing_ok=True)  # never report a previous attempt's error
     try:
         plan = prepare(args)  # fail fast on arguments, config and input, before a JVM starts
         if spark is None:
@@ -663,11 +777,20 @@ def main(argv: list[str] | None = None, spark=None) -> int:
         run(spark, args, plan)
     except NoInputError as exc:
         log.error("%s", exc)
+        _write_error(failure, exc)
         return exc.exit_code
     except CleanseError as exc:
         log.error("cleanse failed (exit %d): %s", exc.exit_code, exc)
+        _write_error(failure, exc)
         return exc.exit_code
     return EXIT_OK
+
+
+def _write_error(path: Path, exc: CleanseError) -> None:
+    try:
+        atomic_write_json(path, {"exit_code": exc.exit_code, "error": str(exc)})
+    except OSError as err:  # the exit code still tells the story
+        log.warning("could not write %s: %s", path, err)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ BASE_CONF: dict[str, str] = {
 #: (see spark_jobs/cleanse.py and spark_jobs/link.py; 52 is Spark's exit code for
 #: an OutOfMemoryError in the driver/executor JVM).
 PERMANENT_EXIT_CODES: dict[str, dict[int, str]] = {
-    "cleanse": {2: "bad arguments or source configuration", 3: "no input for the date",
+    "cleanse": {2: "bad arguments, source configuration or schema drift", 3: "no input for the date",
                 4: "row-count invariant failed (rows in != curated + quarantined)",
                 52: "Spark ran out of memory; raise spark.driver.memory / executor memory"},
     "link": {2: "bad linkage profile",
@@ -107,6 +107,24 @@ def job_metrics_path(job: str, paths: RunPaths) -> Path:
     return paths.cleanse_metrics if job == "cleanse" else paths.link_metrics
 
 
+def job_error_path(job: str, paths: RunPaths) -> Path:
+    """Where a job leaves the one-line message of a documented failure
+    (``<metrics stem>.error.json``, see spark_jobs/cleanse.py)."""
+    metrics = job_metrics_path(job, paths)
+    return metrics.with_name(metrics.name[: -len(metrics.suffix)] + ".error.json")
+
+
+def job_error(job: str, context: Any) -> str | None:
+    """The job's own one-line error for this run, if it wrote one (<= 1,500 chars)."""
+    try:
+        paths = RunPaths.for_run(context["ds"], context["params"].get("input_folder", "landing"))
+        data = json.loads(job_error_path(job, paths).read_text())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    return str(error)[:1500] if error else None
+
+
 class SparkJobOperator(SparkSubmitOperator):
     """Run one of washline's Spark jobs (``cleanse`` or ``link``) with spark-submit.
 
@@ -121,7 +139,10 @@ class SparkJobOperator(SparkSubmitOperator):
 
     Raises:
         washline.paths.ParamError: a Param is malformed or escapes the data root.
-        AirflowException: spark-submit exited non-zero.
+        AirflowFailException: a permanent spark-submit exit (``PERMANENT_EXIT_CODES``),
+            not retried; the message quotes the job's own error when it wrote
+            one (e.g. cleanse's "schema drift in <file>: unexpected column 'x'").
+        AirflowException: spark-submit exited non-zero otherwise (retried).
         FileNotFoundError: the job succeeded but wrote no metrics file.
     """
 
@@ -149,8 +170,11 @@ class SparkJobOperator(SparkSubmitOperator):
             if match:
                 code = int(match.group(1))
             meaning = PERMANENT_EXIT_CODES.get(self.job, {}).get(code) if code is not None else None
+            detail = job_error(self.job, context) if code is not None else None
             if isinstance(exc, AirflowFailException):
                 message = str(exc)
+            elif meaning and detail:
+                message = f"{self.job} failed permanently (spark-submit exit {code}): {detail}"
             elif meaning:
                 message = f"{self.job} failed permanently (spark-submit exit {code}: {meaning}); see the task log"
             else:
@@ -179,6 +203,7 @@ class SparkJobOperator(SparkSubmitOperator):
             raise AirflowFailException(f"no input for {paths.ds} in {paths.landing} (expected <source>/{paths.ds}/*.csv)")
         metrics_path = job_metrics_path(self.job, paths)
         metrics_path.unlink(missing_ok=True)  # never report a previous attempt's figures
+        job_error_path(self.job, paths).unlink(missing_ok=True)  # nor its error
         self.log.info("washline %s for ds=%s: %s", self.job, paths.ds, " ".join(self.application_args))
         started = time.monotonic()
         super().execute(context)

@@ -64,7 +64,7 @@ FIX_RULES = ("bad_date", "bad_postcode", "bad_phone", "whitespace")
 MAX_FIELD_CHARS = 1_000
 
 QUARANTINE_REASONS = (
-    "bad_header",  # the file's header does not match the declared columns
+    "bad_header",  # the file's first line is not a header at all (drift in a real header fails the job)
     "malformed",  # the line cannot be parsed as CSV (e.g. an unbalanced quote)
     "column_count",  # the line has more or fewer fields than declared
     "encoding",  # bytes that are not UTF-8 (decoded as U+FFFD): the text is not trustworthy
@@ -205,6 +205,10 @@ class SourceSpec:
     escape: str = "\\"
     description: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: Header name in the files (lower-case) -> declared column it feeds (a rename the profile accepts).
+    column_map: Mapping[str, str] = field(default_factory=dict)
+    #: Header names (lower-case) of extra columns that are dropped on purpose.
+    ignore_columns: tuple[str, ...] = ()
 
     @property
     def column_names(self) -> list[str]:
@@ -289,6 +293,7 @@ def parse_sources(doc: Mapping[str, Any]) -> dict[str, SourceSpec]:
             raise SourceConfigError(f"source {name!r}: delimiter must be one character")
         if not raw.get("header", True):
             raise SourceConfigError(f"source {name!r}: header: false is not supported (files must carry a header)")
+        column_map, ignore_columns = _header_mapping(name, raw, names)
         out[name] = SourceSpec(
             name=name,
             columns=columns,
@@ -298,8 +303,139 @@ def parse_sources(doc: Mapping[str, Any]) -> dict[str, SourceSpec]:
             quote=str(csv_opts.get("quote", '"')),
             escape=str(csv_opts.get("escape", "\\")),
             description=str(raw.get("description", "")),
+            column_map=column_map,
+            ignore_columns=ignore_columns,
         )
     return out
+
+
+def _header_name(value: Any) -> str:
+    """A header name as compared: trimmed and lower-case."""
+    return str(value).strip().lower()
+
+
+def _header_mapping(source: str, raw: Mapping[str, Any], names: list[str]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Validate a source's optional ``column_map`` and ``ignore_columns``.
+
+    Raises:
+        SourceConfigError: not a mapping / list, an empty name, a target that is
+            not a declared column, a map key or ignored name that is itself a
+            declared column, or a name both mapped and ignored.
+    """
+    where = f"source {source!r}"
+    declared = {n.lower(): n for n in names}
+    raw_map = raw.get("column_map") or {}
+    if not isinstance(raw_map, Mapping):
+        raise SourceConfigError(f"{where}: column_map must be a mapping of file header name -> declared column")
+    column_map: dict[str, str] = {}
+    for key, target in raw_map.items():
+        header = _header_name(key)
+        if not header:
+            raise SourceConfigError(f"{where}: column_map has an empty header name")
+        if header in declared:
+            raise SourceConfigError(
+                f"{where}: column_map key {key!r} is already a declared column; map only names the files use instead")
+        if not isinstance(target, str) or target.lower() not in declared:
+            raise SourceConfigError(
+                f"{where}: column_map {key!r} -> {target!r}: the target must be a declared column ({names})")
+        if header in column_map:
+            raise SourceConfigError(f"{where}: column_map names {key!r} twice (names compare case-insensitively)")
+        column_map[header] = declared[target.lower()]
+    raw_ignore = raw.get("ignore_columns") or []
+    if isinstance(raw_ignore, (str, bytes)) or not isinstance(raw_ignore, (list, tuple)):
+        raise SourceConfigError(f"{where}: ignore_columns must be a list of file header names")
+    ignore: list[str] = []
+    for item in raw_ignore:
+        header = _header_name(item)
+        if not header:
+            raise SourceConfigError(f"{where}: ignore_columns has an empty name")
+        if header in declared:
+            raise SourceConfigError(f"{where}: ignore_columns {item!r} is a declared column; remove it from one of them")
+        if header in column_map:
+            raise SourceConfigError(f"{where}: {item!r} is both in column_map and in ignore_columns")
+        if header not in ignore:
+            ignore.append(header)
+    return column_map, tuple(ignore)
+
+
+@dataclass(frozen=True)
+class HeaderCheck:
+    """How one file's header line relates to its source's declared columns.
+
+    ``is_header`` False: the line is not recognisable as a header at all (fewer
+    than half of its fields are known names); ``layout`` is None and
+    ``problems`` holds one line saying so (the file is quarantined as
+    ``bad_header``). Otherwise ``problems`` lists every schema-drift finding
+    (empty = the file is usable) and ``layout`` gives, per field position of the
+    file, the declared column it feeds or None for an ignored column.
+    """
+
+    is_header: bool
+    layout: tuple[str | None, ...] | None
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.is_header and not self.problems
+
+
+def compare_header(fields: list[str], spec: "SourceSpec") -> HeaderCheck:
+    """Compare a file's header fields with ``spec``'s declared columns.
+
+    Names compare trimmed and case-insensitively (a leading UTF-8 BOM is
+    ignored); ``spec.column_map`` renames file names to declared ones and
+    ``spec.ignore_columns`` names extra columns to drop. Column order is free:
+    each file is read by its own header. The line counts as a header when at
+    least half of its fields are known names (declared, mapped or ignored);
+    otherwise it is not a header (no header, or garbage).
+
+    Returns:
+        :class:`HeaderCheck`. Drift findings read e.g. ``unexpected column
+        'email'``, ``missing column 'surname'``, ``column 3 is 'lastname',
+        declared 'surname'`` (positions 1-based), ``column 'surname' appears
+        twice (columns 3 and 4)``.
+    """
+    found = [_header_name(f) for f in fields]
+    if found:
+        found[0] = found[0].lstrip("\ufeff").strip()
+    declared = spec.column_names
+    by_lower = {n.lower(): n for n in declared}
+    known = set(by_lower) | set(spec.column_map) | set(spec.ignore_columns)
+    hits = sum(1 for f in found if f in known)
+    if not found or hits * 2 < len(found):
+        shown = ", ".join(repr(f) for f in found[:6]) + (", ..." if len(found) > 6 else "")
+        return HeaderCheck(False, None, (
+            f"first line is not a header ({hits} of {len(found)} field(s) are known column names: {shown}); "
+            f"expected the declared columns {declared}",))
+    layout: list[str | None] = []
+    unknown: list[tuple[int, str]] = []
+    for i, name in enumerate(found):
+        if name in by_lower:
+            layout.append(by_lower[name])
+        elif name in spec.column_map:
+            layout.append(spec.column_map[name])
+        elif name in spec.ignore_columns:
+            layout.append(None)
+        else:
+            layout.append(None)
+            unknown.append((i, fields[i].strip().lstrip("\ufeff") if i < len(fields) else name))
+    problems: list[str] = []
+    present = [c for c in layout if c is not None]
+    missing = [c for c in declared if c not in present]
+    renamed: set[str] = set()
+    for i, name in unknown:
+        if i < len(declared) and declared[i] in missing and declared[i] not in renamed:
+            problems.append(f"column {i + 1} is {name!r}, declared {declared[i]!r}")
+            renamed.add(declared[i])
+        else:
+            problems.append(f"unexpected column {name!r}")
+    for column in declared:
+        positions = [i + 1 for i, c in enumerate(layout) if c == column]
+        if len(positions) > 1:
+            problems.append(f"column {column!r} appears {len(positions)} times "
+                            f"(columns {', '.join(map(str, positions))})")
+    problems.extend(f"missing column {c!r}" for c in missing if c not in renamed)
+    return HeaderCheck(True, tuple(layout), tuple(problems))
 
 
 def load_sources(path: str | Path) -> dict[str, SourceSpec]:

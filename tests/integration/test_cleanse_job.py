@@ -200,8 +200,8 @@ def test_bad_ds_exits_2(tmp_path, job):
 
 
 def test_custom_source_with_phones_and_a_bad_header(tmp_path, spark, job):
-    """A second source from --sources-config: phone column, a file with a wrong
-    header (quarantined whole), and a clean file."""
+    """A second source from --sources-config: phone column, a file whose first
+    line is not a header at all (quarantined whole, nothing lost), and a clean file."""
     config = tmp_path / "config" / "sources.yaml"
     config.parent.mkdir()
     config.write_text(
@@ -217,12 +217,12 @@ def test_custom_source_with_phones_and_a_bad_header(tmp_path, spark, job):
     day = tmp_path / "landing" / "crm" / DS
     day.mkdir(parents=True)
     (day / "a.csv").write_text("id,name,tel,born\nc1, ann ,+61 (2) 9876-5432,29/02/2024\nc2,bob,call me,30/02/2024\n")
-    (day / "b.csv").write_text("ident,name,phone,born\nc3,cy,0412345678,01/01/2000\n")
+    (day / "b.csv").write_text("c3,cy,0412345678,01/01/2000\nc4,di,0412345679,02/01/2000\n")  # no header
     rc = job.main(job_args(tmp_path / "landing", tmp_path / "out", DS, "--sources-config", str(config.parent)), spark=spark)
     assert rc == 0
     m = json.loads((tmp_path / "out" / "metrics" / f"{DS}.json").read_text())
     assert (m["rows_in"], m["rows_curated"], m["rows_quarantined"]) == (4, 2, 2)
-    assert m["quarantined_by_reason"]["bad_header"] == 2  # header line + data line of b.csv
+    assert m["quarantined_by_reason"]["bad_header"] == 2  # both lines of b.csv
     assert m["fixed_by_rule"]["bad_phone"] == 1 and m["fixed_by_rule"]["bad_date"] == 1
     curated = {r["record_id"]: r for r in spark.read.parquet(str(tmp_path / "out" / "curated" / DS)).collect()}
     assert curated["c1"]["tel"] == "+61298765432" and curated["c1"]["name"] == "ANN"
@@ -230,7 +230,8 @@ def test_custom_source_with_phones_and_a_bad_header(tmp_path, spark, job):
     assert curated["c2"]["tel"] is None and curated["c2"]["born"] is None
     q = spark.read.parquet(str(tmp_path / "out" / "quarantine" / DS)).collect()
     assert {(r["line_number"], r["reason"]) for r in q} == {(1, "bad_header"), (2, "bad_header")}
-    assert all("does not match declared columns" in r["detail"] for r in q)
+    assert all(r["detail"].startswith("first line is not a header (0 of 4 field(s)") for r in q)
+    assert {r["raw"] for r in q} == {"c3,cy,0412345678,01/01/2000", "c4,di,0412345679,02/01/2000"}
 
 
 def test_spark_submit_clean_input_writes_an_empty_quarantine(tmp_path):
@@ -300,3 +301,138 @@ def test_bad_bytes_control_chars_and_huge_fields_are_quarantined_not_published(t
     curated = {r["record_id"]: r for r in spark.read.parquet(str(out / "curated" / DS)).collect()}
     assert set(curated) == {"rec-1-org", "rec-5-org"}
     assert curated["rec-5-org"]["given_name"] == "ZOË" and curated["rec-5-org"]["surname"] == "ĆWIK"
+
+
+# ---------------------------------------------------------------------------
+# Schema drift: a clear error naming file and column, unless a profile maps it
+# ---------------------------------------------------------------------------
+
+ROW = "rec-{i}-org,ann,lee,{i},main street,,perth,6000,wa,19800101,{i}"
+
+
+def _drifted_landing(root: Path) -> Path:
+    day = root / "landing" / "febrl" / DS
+    day.mkdir(parents=True)
+    (day / "part-0000.csv").write_text("\n".join([HEADER, ROW.format(i=1)]) + "\n")
+    (day / "part-0001.csv").write_text("\n".join([HEADER + ",email", ROW.format(i=2) + ",a@b.c"]) + "\n")
+    (day / "part-0002.csv").write_text("\n".join([HEADER.replace("surname", "lastname"), ROW.format(i=3)]) + "\n")
+    (day / "part-0003.csv").write_text("\n".join([HEADER.replace(",surname", ""), "rec-4-org,ann,4,x,,y,6000,wa,19800101,4"]) + "\n")
+    return root / "landing"
+
+
+def test_schema_drift_fails_naming_file_and_column(tmp_path, job, caplog):
+    """An added, a renamed and a missing column: exit 2 before Spark starts
+    (no session is even given), one message naming every file and column,
+    the error file for Airflow written, nothing else written."""
+    landing, out = _drifted_landing(tmp_path), tmp_path / "out"
+    caplog.set_level(logging.ERROR, logger="washline.cleanse")
+    assert job.main(job_args(landing, out), spark=object()) == job.EXIT_CONFIG == 2
+    error = json.loads((out / "metrics" / f"{DS}.error.json").read_text())
+    assert error["exit_code"] == 2
+    message = error["error"]
+    assert f"schema drift in febrl/{DS}/part-0001.csv: unexpected column 'email'" in message
+    assert f"schema drift in febrl/{DS}/part-0002.csv: column 3 is 'lastname', declared 'surname'" in message
+    assert f"schema drift in febrl/{DS}/part-0003.csv: missing column 'surname'" in message
+    assert "part-0000.csv" not in message  # the good file is not blamed
+    assert "declared for source 'febrl': rec_id, given_name, surname," in message
+    assert "column_map" in message and "ignore_columns" in message
+    assert str(tmp_path) not in message  # paths relative to the landing root
+    assert message in caplog.text
+    assert not (out / "curated").exists() and not (out / "metrics" / f"{DS}.json").exists()
+
+
+def test_schema_drift_is_also_caught_on_spark_read_headers(tmp_path, spark, job):
+    """The Spark-side check (what the executors read) refuses drift too."""
+    landing = _drifted_landing(tmp_path)
+    spec = job.C.load_sources(job.find_sources_config())["febrl"]
+    files = sorted((landing / "febrl" / DS).glob("*.csv"))[:2]
+    with pytest.raises(job.SchemaDriftError, match=rf"schema drift in febrl/{DS}/part-0001.csv: unexpected column 'email'"):
+        job.classify_source(spark, spec, files, DS, landing)
+
+
+def test_profile_maps_renamed_and_ignored_columns(tmp_path, spark, job):
+    """column_map + ignore_columns: a renamed, reordered file with an extra
+    column flows like a declared one; its rows keep their line numbers, and
+    field-count errors count the file's own columns."""
+    config = tmp_path / "config" / "sources.yaml"
+    config.parent.mkdir()
+    config.write_text(
+        "sources:\n"
+        "  crm:\n"
+        "    record_id: id\n"
+        "    column_map: {lastname: surname, Given Name: name}\n"
+        "    ignore_columns: [email]\n"
+        "    columns:\n"
+        "      - {name: id, type: id}\n"
+        "      - {name: name, type: text}\n"
+        "      - {name: surname, type: text}\n"
+        "      - {name: born, type: date, formats: [dd/MM/yyyy]}\n"
+    )
+    day = tmp_path / "landing" / "crm" / DS
+    day.mkdir(parents=True)
+    (day / "a.csv").write_text("id,name,surname,born\nc1,ann,lee,01/01/2000\n")
+    (day / "b.csv").write_text(
+        "\ufeffID, LastName ,email,Given Name,born\n"
+        "c2,smith,x@y.z,bob,02/01/2000\n"
+        "c3,jones,z@y.x,cy\n"  # 4 of the file's 5 fields
+    )
+    out = tmp_path / "out"
+    rc = job.main(job_args(tmp_path / "landing", out, DS, "--sources-config", str(config)), spark=spark)
+    assert rc == 0
+    assert not (out / "metrics" / f"{DS}.error.json").exists()
+    m = json.loads((out / "metrics" / f"{DS}.json").read_text())
+    assert (m["rows_in"], m["rows_curated"], m["rows_quarantined"]) == (3, 2, 1)
+    curated_df = spark.read.parquet(str(out / "curated" / DS))
+    assert "email" not in curated_df.columns
+    curated = {r["record_id"]: r for r in curated_df.collect()}
+    assert (curated["c2"]["name"], curated["c2"]["surname"], curated["c2"]["born"]) == ("BOB", "SMITH", date(2000, 1, 2))
+    assert curated["c2"]["line_number"] == 2 and curated["c2"]["source_file"].endswith("b.csv")
+    assert (curated["c1"]["name"], curated["c1"]["surname"]) == ("ANN", "LEE")
+    [q] = spark.read.parquet(str(out / "quarantine" / DS)).collect()
+    assert (q["line_number"], q["reason"], q["detail"]) == (3, "column_count", "expected 5 fields, found 4")
+
+
+class _TI:
+    """Just enough of a TaskInstance: XCom push/pull per task id."""
+
+    def __init__(self):
+        self.xcom: dict[tuple[str, str], object] = {}
+        self.task_id = "cleanse"
+
+    def xcom_push(self, key, value):
+        self.xcom[(self.task_id, key)] = value
+
+    def xcom_pull(self, task_ids, key="return_value"):
+        return self.xcom.get((task_ids, key))
+
+
+def test_drift_through_spark_submit_is_quoted_in_the_run_summary(tmp_path, monkeypatch):
+    """The DAG's path for a drifted night: ``SparkJobOperator`` runs the real
+    spark-submit (exit 2), fails without retry quoting the job's message, and
+    the report task's summary says which file and column stopped the night."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from washline import tasks
+    from washline.operators import SparkJobOperator
+
+    _drifted_landing(tmp_path)
+    monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[1]"}))
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    ti = _TI()
+    context = {"params": {"input_folder": "landing"}, "ds": DS, "run_id": "manual__drift", "ti": ti}
+    op = SparkJobOperator(task_id="cleanse", job="cleanse", conn_id="spark_default",
+                          conf={"spark.ui.enabled": "false"})
+    with pytest.raises(AirflowFailException, match=r"spark-submit exit 2\): schema drift in febrl/"):
+        op.execute(context)
+    error = ti.xcom[("cleanse", "error")]
+    assert f"schema drift in febrl/{DS}/part-0001.csv: unexpected column 'email'" in error
+
+    ti.task_id = "report"
+    with pytest.raises(AirflowFailException, match="was not published") as failed:
+        tasks.report(context)
+    summary = json.loads((tmp_path / "lake" / "reports" / DS / "run_summary.json").read_text())
+    assert summary["published"] is False
+    [because] = summary["not_published_because"]
+    assert f"part-0002.csv: column 3 is 'lastname', declared 'surname'" in because
+    assert f"part-0001.csv: unexpected column 'email'" in because and because in str(failed.value)

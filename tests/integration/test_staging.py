@@ -218,3 +218,165 @@ def test_publish_killed_mid_transaction_leaves_published_tables_exactly_as_befor
     assert rows(staging_conn, "SELECT COUNT(*) FROM published_records WHERE ds = '2025-01-01'") == [(10,)]
     assert rows(staging_conn, "SELECT COUNT(*) FROM published_clusters WHERE ds = '2025-01-01'") == [(2,)]
     assert snapshot(staging_conn)["published_records"] != before["published_records"]
+
+
+# ---------------------------------------------------------------------------
+# Staging database locked or unavailable, through the DAG's load_staging task
+# ---------------------------------------------------------------------------
+
+class _TI:
+    def __init__(self):
+        self.pushed = {}
+
+    def xcom_push(self, key, value):
+        self.pushed[key] = value
+
+
+def _task_run(data_root: Path, ds: str, conn_id: str):
+    """Land a day's Spark output where the task looks for it; return a task context."""
+    import shutil
+
+    day = write_slice(data_root / "spark", ds, n=8)
+    lake = data_root / "lake"
+    targets = {"staging_records": lake / "curated" / ds, "staging_links": lake / "linked" / ds / "links",
+               "staging_clusters": lake / "linked" / ds / "clusters"}
+    for table, target in targets.items():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(day[table], target)
+    return {"params": {"staging_conn_id": conn_id, "input_folder": "landing"}, "ds": ds,
+            "run_id": "scheduled__new", "ti": _TI()}
+
+
+def _dag_retries(task_id: str) -> int:
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(REPO / "dags" / "washline_nightly.py"))
+    return bag.dags["washline_nightly"].get_task(task_id).retries
+
+
+LOCKER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN EXCLUSIVE")
+open(sys.argv[2], "w").write("locked")
+time.sleep(float(sys.argv[3]))
+conn.execute("COMMIT")
+"""
+
+
+@pytest.fixture
+def published_sqlite(tmp_path, monkeypatch):
+    """A SQLite staging database with 2025-01-01 published, and the task's data root."""
+    db = tmp_path / "staging.db"
+    monkeypatch.setenv("AIRFLOW_CONN_LOCKED_STAGING", json.dumps({"conn_type": "sqlite", "host": str(db)}))
+    monkeypatch.setenv("WASHLINE_DATA", str(tmp_path / "data"))
+    load_slice("locked_staging", "2025-01-01", write_slice(tmp_path / "old", "2025-01-01", n=6), "run-1")
+    publish_slice("locked_staging", "2025-01-01")
+    return db, snapshot("locked_staging")
+
+
+def _hold_lock(db: Path, tmp_path: Path, seconds: float) -> subprocess.Popen:
+    marker = tmp_path / f"locked-{seconds}"
+    proc = subprocess.Popen([sys.executable, "-c", LOCKER, str(db), str(marker), str(seconds)])
+    deadline = time.monotonic() + 30
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "locker never took the lock"
+        time.sleep(0.05)
+    return proc
+
+
+def test_sqlite_locked_past_the_busy_timeout_fails_the_task_clearly(published_sqlite, tmp_path, monkeypatch, caplog):
+    """Another process holds BEGIN EXCLUSIVE for longer than the busy timeout:
+    load_staging waits that long, then fails with StagingLocked (a transient
+    error: the DAG's bounded retries apply, it is not failed for good and not
+    mistaken for corruption); staging and published rows are untouched."""
+    from washline import tasks
+    from washline.staging.dialects import StagingLocked
+
+    db, before = published_sqlite
+    staged_before = rows("locked_staging", "SELECT ds, COUNT(*), MIN(load_id) FROM staging_records GROUP BY ds")
+    ctx = _task_run(tmp_path / "data", "2025-01-02", "locked_staging")
+    monkeypatch.setenv("WASHLINE_STAGING_BUSY_TIMEOUT", "2")
+    locker = _hold_lock(db, tmp_path, 120)
+    try:
+        started = time.monotonic()
+        with caplog.at_level("ERROR"), pytest.raises(StagingLocked) as err:
+            tasks.load_staging(ctx)
+        waited = time.monotonic() - started
+    finally:
+        locker.kill()
+        locker.wait(timeout=30)
+    assert 1.8 <= waited < 20, waited  # bounded by the busy timeout, not forever
+    message = str(err.value)
+    assert f"staging database 'locked_staging' (sqlite at {db}:-) is locked by another connection" in message
+    assert "the load of ds=2025-01-02 waited 2 s (busy timeout" in message and "retries will try again" in message
+    assert ctx["ti"].pushed["error"].startswith("load_staging: StagingLocked: staging database 'locked_staging'")
+    assert not tasks.is_permanent(err.value)  # Airflow retries it ...
+    assert _dag_retries("load_staging") == 2  # ... a bounded number of times, then the run fails
+    assert "integrity check" not in message  # a lock is not reported as a damaged file
+    from washline.report import build_summary
+
+    summary = build_summary("2025-01-02", "scheduled__new", {"cleanse": {}, "link": {}, "load_staging": None},
+                            {"load_staging": ctx["ti"].pushed["error"]})
+    assert "is locked by another connection" in summary["not_published_because"][0]
+    assert snapshot("locked_staging") == before
+    assert rows("locked_staging", "SELECT ds, COUNT(*), MIN(load_id) FROM staging_records GROUP BY ds") == staged_before
+
+
+def test_sqlite_lock_released_within_the_busy_timeout_loads(published_sqlite, tmp_path, monkeypatch):
+    """A lock that is released in time costs only the wait: the load succeeds."""
+    from washline import tasks
+
+    db, before = published_sqlite
+    ctx = _task_run(tmp_path / "data", "2025-01-02", "locked_staging")
+    monkeypatch.setenv("WASHLINE_STAGING_BUSY_TIMEOUT", "30")
+    locker = _hold_lock(db, tmp_path, 1.5)
+    try:
+        started = time.monotonic()
+        result = tasks.load_staging(ctx)
+        waited = time.monotonic() - started
+    finally:
+        locker.wait(timeout=30)
+    assert locker.returncode == 0 and waited >= 1.0
+    assert result["rows"]["staging_records"] == 8 and "error" not in ctx["ti"].pushed
+    assert snapshot("locked_staging") == before  # loading never touches published rows
+
+
+@pytest.mark.parametrize("staging_conn", ["postgres"], indirect=True)
+def test_postgres_down_fails_the_task_after_bounded_attempts_without_the_password(
+        staging_conn, tmp_path, monkeypatch, caplog, capfd):
+    """The staging server goes away (its connection now points at a closed
+    port): load_staging makes 3 connection attempts, then fails with a message
+    naming the connection, host and port and never the password; the
+    published tables are as they were once the server is back."""
+    import socket
+
+    from washline import tasks
+
+    conn = json.loads(os.environ["AIRFLOW_CONN_TEST_STAGING"])
+    load_slice(staging_conn, "2025-01-01", write_slice(tmp_path / "old", "2025-01-01", n=6), "run-1")
+    publish_slice(staging_conn, "2025-01-01")
+    before = snapshot(staging_conn)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    secret = "S3ntinel-down-5521"
+    down = dict(conn, port=closed, password=secret, extra={"connect_timeout": 2})
+    monkeypatch.setenv("AIRFLOW_CONN_TEST_STAGING", json.dumps(down))
+    monkeypatch.setenv("WASHLINE_STAGING_CONNECT_DELAY", "0.05")
+    monkeypatch.setenv("WASHLINE_DATA", str(tmp_path / "data"))
+    ctx = _task_run(tmp_path / "data", "2025-01-02", staging_conn)
+    started = time.monotonic()
+    with caplog.at_level("DEBUG"), pytest.raises(StagingUnreachable) as err:
+        tasks.load_staging(ctx)
+    assert time.monotonic() - started < 30
+    message = str(err.value)
+    assert f"staging database 'test_staging' (postgres at 127.0.0.1:{closed}) unreachable after 3 attempt(s)" in message
+    out, errout = capfd.readouterr()
+    logged = caplog.text + out + errout  # Airflow's structlog may write to the streams
+    assert "attempt 1/3 failed" in logged and "attempt 2/3 failed" in logged
+    assert not tasks.is_permanent(err.value)
+    assert secret not in message + ctx["ti"].pushed["error"] + logged
+    assert ctx["ti"].pushed["error"].startswith("load_staging: StagingUnreachable: staging database 'test_staging'")
+    monkeypatch.setenv("AIRFLOW_CONN_TEST_STAGING", json.dumps(conn))  # the server is back
+    assert snapshot(staging_conn) == before

@@ -183,6 +183,89 @@ def test_parse_sources_accepts_phone_columns():
     assert [(c.name, c.type) for c in spec.columns] == [("id", "id"), ("tel", "phone")]
 
 
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"column_map": ["x"]}, "column_map must be a mapping"),
+        ({"column_map": {"phone": "nope"}}, "target must be a declared column"),
+        ({"column_map": {"TEL": "id"}}, "already a declared column"),
+        ({"column_map": {"phone": "tel", "Phone": "tel"}}, "twice"),
+        ({"column_map": {" ": "tel"}}, "empty header name"),
+        ({"ignore_columns": "email"}, "must be a list"),
+        ({"ignore_columns": ["Tel"]}, "is a declared column"),
+        ({"column_map": {"phone": "tel"}, "ignore_columns": ["PHONE"]}, "both in column_map and in ignore_columns"),
+    ],
+)
+def test_header_mapping_is_validated(overrides, message):
+    with pytest.raises(C.SourceConfigError, match=message):
+        C.parse_sources(_doc(**overrides))
+
+
+FEBRL_HEADER = ["rec_id", "given_name", "surname", "street_number", "address_1", "address_2", "suburb",
+                "postcode", "state", "date_of_birth", "soc_sec_id"]
+
+
+@pytest.fixture(scope="module")
+def febrl(repo):
+    return C.load_sources(repo / "include" / "config" / "sources.yaml")["febrl"]
+
+
+def _with(header, **changes):
+    out = list(header)
+    for i, name in changes.get("set", {}).items():
+        out[i] = name
+    for i in sorted(changes.get("drop", ()), reverse=True):
+        del out[i]
+    return out + list(changes.get("add", ()))
+
+
+@pytest.mark.parametrize(
+    "header, problems",
+    [
+        (FEBRL_HEADER, ()),
+        (["\ufeffREC_ID", *[f" {h.upper()} " for h in FEBRL_HEADER[1:]]], ()),  # BOM, case, spaces
+        (list(reversed(FEBRL_HEADER)), ()),  # order is free: read by name
+        (_with(FEBRL_HEADER, add=["email"]), ("unexpected column 'email'",)),
+        (_with(FEBRL_HEADER, set={2: "LastName"}), ("column 3 is 'LastName', declared 'surname'",)),
+        (_with(FEBRL_HEADER, drop=[2]), ("missing column 'surname'",)),
+        (_with(FEBRL_HEADER, drop=[2], add=["lastname"]), ("unexpected column 'lastname'", "missing column 'surname'")),
+        (_with(FEBRL_HEADER, set={3: "surname"}),
+         ("column 'surname' appears 2 times (columns 3, 4)", "missing column 'street_number'")),
+    ],
+)
+def test_compare_header_names_each_drifted_column(febrl, header, problems):
+    result = C.compare_header(header, febrl)
+    assert result.is_header and result.problems == problems
+    assert result.ok == (not problems)
+    if not problems:
+        assert sorted(c for c in result.layout if c) == sorted(FEBRL_HEADER)
+
+
+def test_compare_header_applies_column_map_and_ignore_columns(febrl):
+    import dataclasses
+
+    spec = dataclasses.replace(febrl, column_map={"lastname": "surname"}, ignore_columns=("email",))
+    result = C.compare_header(_with(FEBRL_HEADER, set={2: "LastName"}, add=["Email"]), spec)
+    assert result.ok
+    assert result.layout == (*FEBRL_HEADER[:2], "surname", *FEBRL_HEADER[3:], None)
+    assert C.compare_header(_with(FEBRL_HEADER, add=["phone"]), spec).problems == ("unexpected column 'phone'",)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "rec-1-org,ann,lee,1,main street,,perth,6000,wa,19800101,111".split(","),  # data, no header
+        ["\x00\x01garbage"],
+        [],
+        ["rec_id", "a", "b", "c"],  # 1 of 4 known: not a header
+    ],
+)
+def test_a_line_that_is_not_a_header_is_not_drift(febrl, line):
+    result = C.compare_header(line, febrl)
+    assert not result.is_header and result.layout is None
+    assert result.problems[0].startswith("first line is not a header")
+
+
 def test_load_sources_names_the_file(tmp_path):
     path = tmp_path / "sources.yaml"
     path.write_text("sources: [1, 2\n")

@@ -22,8 +22,9 @@ from washline.staging.spec import SCHEMA_TOKEN, SQL_DIR, ddl_path, split_stateme
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "DIALECTS", "IDENTIFIER", "PUBLISHED_TABLES", "SQL_DIR", "STAGING_TABLES", "StagingUnreachable",
-    "UnsupportedConnection", "connect", "ddl_statements", "dialect_for", "get_db_hook", "markers",
+    "DIALECTS", "IDENTIFIER", "PUBLISHED_TABLES", "SQL_DIR", "STAGING_TABLES", "StagingLocked",
+    "StagingUnreachable", "UnsupportedConnection", "busy_timeout", "connect", "raise_if_locked",
+    "ddl_statements", "dialect_for", "get_db_hook", "markers",
     "placeholder", "qualify", "quote_ident", "render", "table_columns", "validate_schema",
 ]
 
@@ -54,7 +55,48 @@ class UnsupportedConnection(ValueError):
 
 
 class StagingUnreachable(ConnectionError):
-    """The staging database could not be reached after all connection attempts."""
+    """The staging database could not be reached after all connection attempts.
+
+    A ``ConnectionError``, not a ``ValueError``: the task's Airflow retries
+    (bounded, ``retries`` of the DAG) apply, then the run fails with this message.
+    """
+
+
+class StagingLocked(StagingUnreachable):
+    """The staging database stayed locked by another connection for the whole
+    busy timeout (SQLite ``database is locked``). Nothing was changed; the
+    task's bounded Airflow retries try again."""
+
+
+def busy_timeout() -> float:
+    """Seconds a statement waits for another connection's lock before
+    failing: ``$WASHLINE_STAGING_BUSY_TIMEOUT``, default 30 (SQLite's
+    ``busy_timeout``)."""
+    return max(0.0, float(os.environ.get("WASHLINE_STAGING_BUSY_TIMEOUT", 30)))
+
+
+def _is_lock_error(exc: BaseException) -> bool:
+    import sqlite3
+
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("database is locked" in text or "database is busy" in text
+                                                          or "database table is locked" in text)
+
+
+def raise_if_locked(exc: BaseException, conn_id: str, dialect: str, hook: Any, action: str) -> None:
+    """Turn a lock timeout into :class:`StagingLocked` naming the connection,
+    the database and the wait; any other error is left alone.
+
+    Raises:
+        StagingLocked: ``exc`` is SQLite's ``database is locked`` / ``busy``.
+    """
+    if not _is_lock_error(exc):
+        return
+    raise StagingLocked(
+        f"staging database {conn_id!r} ({dialect} at {_location(hook)}) is locked by another connection: "
+        f"{action} waited {busy_timeout():g} s (busy timeout, $WASHLINE_STAGING_BUSY_TIMEOUT) and gave up "
+        f"({type(exc).__name__}: {exc}). Nothing was changed; the task's retries will try again"
+    ) from exc
 
 
 def dialect_for(conn_type: str) -> str:
@@ -172,8 +214,28 @@ def _scrub(text: str, secrets: Sequence[str | None]) -> str:
     return text
 
 
+def _conn_info(hook: Any) -> Any:
+    conn_info = getattr(hook, "connection", None)
+    if conn_info is None:
+        try:
+            conn_info = hook.get_connection(getattr(hook, hook.conn_name_attr))
+        except Exception:
+            conn_info = None
+    return conn_info
+
+
+def _location(hook: Any) -> str:
+    """``host:port`` of the hook's connection (a SQLite file's path), never its password."""
+    info = _conn_info(hook)
+    return f"{getattr(info, 'host', None) or '?'}:{getattr(info, 'port', None) or '-'}"
+
+
 def connect(hook: Any, dialect: str, conn_id: str, attempts: int | None = None, delay: float | None = None) -> Any:
     """Open a DB-API connection through ``hook.get_conn()``, retrying.
+
+    On SQLite the connection waits up to :func:`busy_timeout` seconds for
+    another connection's lock (``PRAGMA busy_timeout``) before a statement
+    fails with ``database is locked`` (see :func:`raise_if_locked`).
 
     Attempts default to ``$WASHLINE_STAGING_CONNECT_ATTEMPTS`` (3) with
     ``$WASHLINE_STAGING_CONNECT_DELAY`` seconds (2.0) before the second try,
@@ -187,18 +249,16 @@ def connect(hook: Any, dialect: str, conn_id: str, attempts: int | None = None, 
     """
     attempts = max(1, int(attempts or os.environ.get("WASHLINE_STAGING_CONNECT_ATTEMPTS", 3)))
     wait = float(delay if delay is not None else os.environ.get("WASHLINE_STAGING_CONNECT_DELAY", 2.0))
-    conn_info = getattr(hook, "connection", None)
-    if conn_info is None:
-        try:
-            conn_info = hook.get_connection(getattr(hook, hook.conn_name_attr))
-        except Exception:
-            conn_info = None
+    conn_info = _conn_info(hook)
     pw = getattr(conn_info, "password", None)
     where = f"{getattr(conn_info, 'host', None) or '?'}:{getattr(conn_info, 'port', None) or '-'}"
     last: BaseException | None = None
     for attempt in range(1, attempts + 1):
         try:
-            return hook.get_conn()
+            conn = hook.get_conn()
+            if dialect == "sqlite":
+                conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout() * 1000)}")
+            return conn
         except Exception as exc:  # noqa: BLE001 - reported below, with type and message
             last = exc
             message = _scrub(f"{type(exc).__name__}: {exc}".strip(), [pw])

@@ -42,6 +42,7 @@ from washline.staging.dialects import (
     markers,
     qualify,
     quote_ident,
+    raise_if_locked,
     render,
     table_columns,
     validate_schema,
@@ -326,6 +327,8 @@ def load_slice(conn_id: str, ds: str, sources: dict[str, Path], load_id: str, *,
             table and column (rolled back; the previous slice stays).
         FileNotFoundError: a Parquet folder is missing.
         StagingUnreachable: no connection after the retries.
+        StagingLocked: SQLite stayed locked by another connection for the
+            whole busy timeout (nothing changed; retried by Airflow).
         RuntimeError: a count check after the insert failed (rolled back).
     """
     validate_ds(ds)
@@ -370,6 +373,7 @@ def load_slice(conn_id: str, ds: str, sources: dict[str, Path], load_id: str, *,
                 "is left exactly as it was before this load, for inspection; nothing was published.",
                 ds, load_id, exc, ds,
             )
+            raise_if_locked(exc, conn_id, dialect, hook, f"the load of ds={ds}")
         raise
     finally:
         conn.close()

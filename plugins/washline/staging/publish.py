@@ -32,6 +32,7 @@ from washline.staging.dialects import (
     get_db_hook,
     qualify,
     quote_ident,
+    raise_if_locked,
     render,
     table_columns,
     validate_schema,
@@ -110,6 +111,7 @@ def publish_slice(conn_id: str, ds: str, *, schema: str | None = None) -> dict[s
         NothingToPublish: the staging slice is empty or mixes load ids.
         SchemaDriftError: a staging and its published table differ in columns.
         StagingUnreachable: no connection after the retries.
+        StagingLocked: SQLite stayed locked for the whole busy timeout.
         RuntimeError: a count check failed. In every case the transaction is
             rolled back and the published tables are unchanged.
     """
@@ -181,6 +183,7 @@ def publish_slice(conn_id: str, ds: str, *, schema: str | None = None) -> dict[s
         finally:
             log.error("publish of ds=%s failed and was rolled back: %s. The published tables are unchanged; "
                       "the staging slice ds=%s is left for inspection.", ds, exc, ds)
+            raise_if_locked(exc, conn_id, dialect, hook, f"the publish of ds={ds}")
         raise
     finally:
         conn.close()
