@@ -17,7 +17,10 @@ Output (all overwritten on rerun):
 * ``<out>/clusters/`` Parquet: ``cluster_id, cluster_size, quality, iteration``.
 * ``<out>/metrics.json`` (written atomically): ds, profile, references,
   clusters, singletons, largest_cluster, iterations[], pairwise (null without
-  truth), seconds.
+  truth), seconds. It is deleted when the job starts and written last, so
+  its presence means ``links/`` and ``clusters/`` are complete: a job killed
+  mid-write (``links/`` half written) leaves no metrics.json, and the rerun
+  overwrites both folders.
 
 Exit status: 0 on success, 2 on bad arguments/profile, 1 on any other error
 (raised after logging).
@@ -106,6 +109,8 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
 
     t0 = time.time()
     profile = load_profile(profile_name)
+    # The completion marker goes first: until it is rewritten, out/ is not a result.
+    Path(out, "metrics.json").unlink(missing_ok=True)
     spark = spark or get_spark(f"washline-link-{ds}")
     if _HDWM_FROM_SCRIPT_DIR:
         ship_hdwm(spark)

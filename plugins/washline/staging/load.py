@@ -89,8 +89,17 @@ def begin(conn: Any, dialect: str) -> None:
 
 def ensure_schema(conn: Any, dialect: str, schema: str | None = None) -> None:
     """Create the staging and published tables if missing (idempotent DDL from
-    ``sql/<dialect>/staging.sql``); on PostgreSQL also the schema. Commits."""
+    ``sql/<dialect>/staging.sql``); on PostgreSQL also the schema. Commits.
+
+    On PostgreSQL the DDL runs under a transaction-level advisory lock
+    (``pg_advisory_xact_lock``, released at the commit): two sessions running
+    ``CREATE TABLE IF NOT EXISTS`` at the same instant otherwise race in the
+    catalogue and one fails with a ``UniqueViolation`` on
+    ``pg_type_typname_nsp_index`` (two dates' first loads into a new database).
+    """
     cur = conn.cursor()
+    if dialect == "postgres":
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext('washline_staging_ddl'))")
     if schema and dialect == "postgres":
         cur.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema, dialect)}")
     for stmt in ddl_statements(dialect, schema):
