@@ -7,19 +7,21 @@ block key is a sorted pair of blocking tokens of the same reference
 (``"A B"`` with ``A < B``), otherwise the token itself.
 
 Because a blocking token occurs at most ``beta`` times, DWM blocks are already
-small; washline still enforces ``maxBlockSize`` (design: "no single task's
-group is unbounded"): a block with ``size > maxBlockSize`` is split into
-``ceil(size / maxBlockSize)`` sub-blocks, members dealt round-robin in
-``xxhash64(record_id)`` order, and pairs are only formed inside a sub-block.
-This bounds the pairs of a block to about ``size × maxBlockSize / 2`` at the
-cost of the cross-sub-block pairs (logged as ``oversize_blocks``).
+small – but with ``frequencyScaling`` beta grows with the input, so washline
+enforces ``maxBlockSize`` (design: "no single task's group is unbounded"): a
+block with ``size > maxBlockSize`` is split into ``ceil(size / maxBlockSize)``
+sub-blocks, members dealt round-robin in ``xxhash64(record_id)`` order, and
+pairs are only formed inside a sub-block; no collected group ever holds more
+than ``maxBlockSize`` references (see ``build_blocks``). This bounds the pairs
+of a block to about ``size × maxBlockSize / 2`` at the cost of the
+cross-sub-block pairs (logged as ``oversize_blocks``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from .config import LinkageProfile
@@ -35,7 +37,7 @@ class BlockingResult:
 
 
 def blocking_tokens(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) -> DataFrame:
-    """(``record_id``, ``tokens``) + (``token``, ``freq``) → (``record_id``, ``token``) blocking tokens."""
+    """(``record_id``, ``tokens``) + (``token``, ``freq``) → (``record_id``, ``token``, ``freq``) blocking tokens."""
     ex = tokens.select("record_id", F.explode(F.array_distinct("tokens")).alias("token"))
     cond = (F.col("freq") >= 2) & (F.col("freq") <= profile.beta) & (
         F.length("token") >= profile.minBlkTokenLen
@@ -46,7 +48,22 @@ def blocking_tokens(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile)
             # washline: long numbers (SSN, phone, DOB) still block
             numeric = numeric & (F.length("token") < profile.minNumBlkTokenLen)
         cond = cond & ~numeric
-    return ex.join(freq, "token").filter(cond).select("record_id", "token")
+    return ex.join(freq, "token").filter(cond).select("record_id", "token", "freq")
+
+
+def _sorted_ids():
+    """Aggregate: the group's record ids as structs sorted by (``xxhash64``, id)."""
+    return F.array_sort(
+        F.collect_list(F.struct(F.xxhash64("record_id").alias("h"), F.col("record_id").alias("r")))
+    )
+
+
+def _all_pairs(ids: str = "ids"):
+    """Column array<struct<a, b>>: every pair ``(ids[i], ids[j])``, ``i < j``."""
+    return F.expr(
+        f"flatten(transform(sequence(0, size({ids}) - 2), i -> "
+        f"transform(sequence(i + 1, size({ids}) - 1), j -> named_struct('a', {ids}[i], 'b', {ids}[j]))))"
+    )
 
 
 def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) -> BlockingResult:
@@ -56,45 +73,75 @@ def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) ->
         tokens: (``record_id``, ``tokens``) of the references still unassigned.
         freq: global (``token``, ``freq``) table (DWM keeps frequencies global
             across iterations).
-        profile: beta, blockByPairs, minBlkTokenLen, excludeNumericBlocks, maxBlockSize.
+        profile: beta, blockByPairs, minBlkTokenLen, excludeNumericBlocks,
+            minNumBlkTokenLen, maxBlockSize (use the *effective* profile, see
+            ``LinkageProfile.effective``).
+
+    Size cap (design: "no single task's group is unbounded"): every group that
+    is collected into one row (and so into one pandas batch row downstream)
+    holds at most ``maxBlockSize`` references. A block's size is bounded in
+    advance by ``ub`` = the smallest global frequency of its key's tokens
+    (a block of key ``"A B"`` only holds references carrying both tokens).
+
+    * ``ub ≤ maxBlockSize`` (every block when ``beta ≤ maxBlockSize``): one
+      ``groupBy(block_key)`` collects the members, sorted by
+      ``(xxhash64(record_id), record_id)``.
+    * ``ub > maxBlockSize``: the block's exact size ``s`` and each member's
+      rank in that order come from a window (a sort that spills to disk, never
+      an in-memory group); member ``rn`` goes to sub-block ``rn mod n_sub``
+      with ``n_sub = ceil(s / maxBlockSize)``, and ``groupBy(block_key,
+      sub_block)`` then collects at most ``ceil(s / n_sub) ≤ maxBlockSize``
+      members. Pairs are only formed inside a sub-block.
+
+    Returns:
+        ``BlockingResult``; ``members.block_size`` is the block's size before splitting.
     """
+    cap = profile.maxBlockSize
     bt = blocking_tokens(tokens, freq, profile)
     if profile.blockByPairs:
-        a = bt.select("record_id", F.col("token").alias("t1"))
-        b = bt.select("record_id", F.col("token").alias("t2"))
+        a = bt.select("record_id", F.col("token").alias("t1"), F.col("freq").alias("f1"))
+        b = bt.select("record_id", F.col("token").alias("t2"), F.col("freq").alias("f2"))
         keys = (
             a.join(b, "record_id")
             .filter(F.col("t1") < F.col("t2"))
-            .select("record_id", F.concat_ws(" ", "t1", "t2").alias("block_key"))
+            .select("record_id", F.concat_ws(" ", "t1", "t2").alias("block_key"), F.least("f1", "f2").alias("ub"))
         )
     else:
-        keys = bt.select("record_id", F.col("token").alias("block_key"))
+        keys = bt.select("record_id", F.col("token").alias("block_key"), F.col("freq").alias("ub"))
     keys = keys.distinct()
-    cap = profile.maxBlockSize
-    # One shuffle: each block's members as an array sorted by
-    # (xxhash64(record_id), record_id); sub-blocks deal that order
-    # round-robin. Members and pairs are both read off the array (no window
-    # sort, no self-join); the grouped frame is checkpointed lazily so the two
-    # outputs share one computation.
-    grouped = (
-        keys.groupBy("block_key")
-        .agg(F.array_sort(F.collect_list(F.struct(F.xxhash64("record_id").alias("h"), F.col("record_id").alias("r")))).alias("m"))
-        .select("block_key", F.transform("m", lambda x: x["r"]).alias("ids"))
-        .withColumn("block_size", F.size("ids").cast("long"))
-        .filter(F.col("block_size") >= 2)
-        .withColumn("n_sub", F.ceil(F.col("block_size") / F.lit(cap)).cast("int"))
-        .localCheckpoint(eager=False)
-    )
-    members = grouped.select(
-        "block_key", "block_size", "n_sub", F.posexplode("ids").alias("rn", "record_id")
-    ).select("block_key", (F.col("rn") % F.col("n_sub")).cast("int").alias("sub_block"), "record_id", "block_size")
-    gen = F.expr(
-        "flatten(transform(sequence(0, int(block_size) - 2), i -> "
-        "transform(filter(sequence(i + 1, int(block_size) - 1), j -> j % n_sub = i % n_sub), "
-        "j -> named_struct('a', ids[i], 'b', ids[j]))))"
-    )
+
+    def small_blocks(k: DataFrame) -> DataFrame:
+        return (
+            k.groupBy("block_key")
+            .agg(_sorted_ids().alias("m"))
+            .select("block_key", F.lit(0).alias("sub_block"), F.transform("m", lambda x: x["r"]).alias("ids"))
+            .withColumn("block_size", F.size("ids").cast("long"))
+        )
+
+    if profile.beta <= cap:
+        # every block is bounded by beta ≤ cap: a single group-by, no window
+        groups = small_blocks(keys)
+    else:
+        keys = keys.localCheckpoint(eager=False)
+        w = Window.partitionBy("block_key")
+        big = (
+            keys.filter(F.col("ub") > cap)
+            .withColumn("h", F.xxhash64("record_id"))
+            .withColumn("block_size", F.count(F.lit(1)).over(w).cast("long"))
+            .withColumn("rn", F.row_number().over(w.orderBy("h", "record_id")) - 1)
+            .withColumn("n_sub", F.ceil(F.col("block_size") / F.lit(cap)).cast("int"))
+            .withColumn("sub_block", (F.col("rn") % F.col("n_sub")).cast("int"))
+            .groupBy("block_key", "sub_block")
+            .agg(F.first("block_size").alias("block_size"), F.array_sort(F.collect_list(F.struct("rn", "record_id"))).alias("m"))
+            .select("block_key", "sub_block", F.transform("m", lambda x: x["record_id"]).alias("ids"), "block_size")
+        )
+        groups = small_blocks(keys.filter(F.col("ub") <= cap)).unionByName(big)
+    groups = groups.filter(F.col("block_size") >= 2).localCheckpoint(eager=False)
+    members = groups.select(
+        "block_key", "sub_block", F.explode("ids").alias("record_id"), "block_size"
+    ).select("block_key", F.col("sub_block").cast("int").alias("sub_block"), "record_id", "block_size")
     pairs = (
-        grouped.select(F.explode(gen).alias("p"))
+        groups.select(F.explode(_all_pairs("ids")).alias("p"))
         .select(F.least("p.a", "p.b").alias("id1"), F.greatest("p.a", "p.b").alias("id2"))
         .distinct()
     )

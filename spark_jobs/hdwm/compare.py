@@ -42,13 +42,16 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .config import LinkageProfile
+from .evidence import evidence_columns, evidence_score
 
 
 def comparison_tokens(
     tokens: DataFrame, freq: DataFrame, profile: LinkageProfile, n_refs: int | None = None
 ) -> DataFrame:
     """(``record_id``, ``tokens``) → (``record_id``, ``ctokens`` array<string>,
-    ``cweights`` array<double>): stop tokens (and excluded blocking tokens)
+    ``cweights`` array<double>, ``lead`` array<string>, ``nums`` array<string>):
+    ``lead``/``nums`` are the negative-evidence features of the *full* token
+    list (``hdwm.evidence.evidence_columns``); stop tokens (and excluded blocking tokens)
     removed, order kept. ``cweights[i]`` is the inverse document frequency
     ``ln(n_refs / freq)`` of ``ctokens[i]`` (natural log; ``n_refs`` defaults
     to 1, giving non-positive weights, so pass it for the weighted comparators).
@@ -69,6 +72,8 @@ def comparison_tokens(
             ~F.col("token").rlike(r"^\d+$") | (F.length("token") >= profile.minNumBlkTokenLen)
         )
     n = float(n_refs or 1)
+    lead, nums = evidence_columns("tokens", profile.identifierMinLen)
+    ev = tokens.select("record_id", lead, nums)
     kept = (
         ex.join(freq, "token")
         .filter(cond)
@@ -79,7 +84,7 @@ def comparison_tokens(
         F.array_sort(F.collect_list(F.struct("pos", "token", "w"))).alias("s")
     )
     return (
-        tokens.select("record_id")
+        ev
         .join(
             rebuilt.select(
                 "record_id",
@@ -93,6 +98,8 @@ def comparison_tokens(
             "record_id",
             F.coalesce("ctokens", F.array().cast("array<string>")).alias("ctokens"),
             F.coalesce("cweights", F.array().cast("array<double>")).alias("cweights"),
+            "lead",
+            "nums",
         )
     )
 
@@ -388,14 +395,26 @@ def _weighted_token_match(a, wa, b, wb, num_rule, initial_rule, initial_mode, tm
     return float(min(max(total / den, 0.0), 1.0)) if den > 0 else 0.0
 
 
-def score_with_profile(a, wa, b, wb, profile: LinkageProfile) -> float:
+def uses_evidence(profile: LinkageProfile) -> bool:
+    """True when an evidence rule (``hdwm.evidence``) is on."""
+    return bool(profile.givenNameConflictRule or profile.identifierConflictRule or profile.identifierMatchRule)
+
+
+def score_with_profile(a, wa, b, wb, profile: LinkageProfile, ev_a=None, ev_b=None) -> float:
     """Score one pair as the profile's comparator does (what the UDF runs).
 
     For a weighted comparator with ``comparatorFloor`` set, the score is
     ``max(weighted, floor)`` where the floor (ScoringMatrixKris/Std on the
     same comparison tokens) counts only when it is ≥ ``comparatorFloorMin``.
+    ``ev_a``/``ev_b``: optional ``(lead, nums)`` negative-evidence features;
+    when given, a rule of the profile can decide the score
+    (``hdwm.evidence.evidence_score``: 0.0 for a veto, 1.0 for an identifier match).
     Returns a float in [0, 1].
     """
+    if ev_a is not None and ev_b is not None and uses_evidence(profile):
+        verdict = evidence_score(ev_a[0], ev_a[1], ev_b[0], ev_b[1], profile)
+        if verdict is not None:
+            return verdict
     args = (profile.matrixNumTokenRule, profile.matrixInitialRule, profile.initialRuleMode)
     if profile.comparator not in WEIGHTED_COMPARATORS:
         return score_tokens(a, b, profile.comparator, *args)
@@ -422,6 +441,24 @@ def make_score_udf(profile: LinkageProfile):
     num_rule = profile.matrixNumTokenRule
     initial_rule = profile.matrixInitialRule
     mode = profile.initialRuleMode
+
+    if uses_evidence(profile):
+        @F.pandas_udf(T.DoubleType())
+        def escore(left: pd.Series, lw: pd.Series, ll: pd.Series, ln: pd.Series,
+                   right: pd.Series, rw: pd.Series, rl: pd.Series, rn: pd.Series) -> pd.Series:
+            out = np.fromiter(
+                (
+                    score_with_profile(x, xw, y, yw, profile, (xl, xn), (yl, yn))
+                    for x, xw, xl, xn, y, yw, yl, yn in zip(
+                        left.to_numpy(), lw.to_numpy(), ll.to_numpy(), ln.to_numpy(),
+                        right.to_numpy(), rw.to_numpy(), rl.to_numpy(), rn.to_numpy())
+                ),
+                dtype=np.float64,
+                count=len(left),
+            )
+            return pd.Series(out)
+
+        return escore
 
     if comparator in WEIGHTED_COMPARATORS:
         def one(x, xw, y, yw):
@@ -462,8 +499,17 @@ def score_pairs(pairs: DataFrame, ctokens: DataFrame, profile: LinkageProfile) -
     weighted = profile.comparator in WEIGHTED_COMPARATORS
     if "cweights" not in ctokens.columns:
         ctokens = ctokens.withColumn("cweights", F.transform("ctokens", lambda t: F.lit(1.0)))
-    l = ctokens.select(F.col("record_id").alias("id1"), F.col("ctokens").alias("t1"), F.col("cweights").alias("w1"))
-    r = ctokens.select(F.col("record_id").alias("id2"), F.col("ctokens").alias("t2"), F.col("cweights").alias("w2"))
+    evidence = uses_evidence(profile)
+    if evidence and "lead" not in ctokens.columns:
+        raise ValueError("negative-evidence rules need comparison_tokens' lead/nums columns")
+    extra = ["lead", "nums"] if evidence else []
+    l = ctokens.select(F.col("record_id").alias("id1"), F.col("ctokens").alias("t1"), F.col("cweights").alias("w1"),
+                       *[F.col(c).alias(c + "1") for c in extra])
+    r = ctokens.select(F.col("record_id").alias("id2"), F.col("ctokens").alias("t2"), F.col("cweights").alias("w2"),
+                       *[F.col(c).alias(c + "2") for c in extra])
     j = pairs.join(l, "id1").join(r, "id2")
-    sc = udf("t1", "w1", "t2", "w2") if weighted else udf("t1", "t2")
+    if evidence:
+        sc = udf("t1", "w1", "lead1", "nums1", "t2", "w2", "lead2", "nums2")
+    else:
+        sc = udf("t1", "w1", "t2", "w2") if weighted else udf("t1", "t2")
     return j.select("id1", "id2", sc.alias("score"))

@@ -4,7 +4,21 @@ Parameter names and defaults follow the Data Washing Machine parameter file
 template (``DWM10_Parms``; Talburt et al. 2020, see
 ``../shared/data/dwm/PARAMETERS.md``). washline adds a few Spark-only knobs
 (``maxBlockSize``, ``ccCheckpointInterval``, ``ccMaxRounds``,
-``initialRuleMode``), named in the same camelCase style.
+``initialRuleMode``), named in the same camelCase style, and a few accuracy
+rules that are off unless a profile turns them on (so a DWM parameter file
+behaves as in DWM):
+
+* ``frequencyScaling`` / ``frequencyReferenceSize`` – ``beta`` and ``sigma``
+  keep DWM's names and meaning (token-occurrence counts) but are read as the
+  values for an input of ``frequencyReferenceSize`` references and scaled
+  with the input size ``N`` (``LinkageProfile.effective``). The run logs the
+  effective values and writes them to ``metrics.json``
+  (``effective_parameters``).
+* ``givenNameConflictRule``, ``identifierConflictRule``,
+  ``identifierMatchRule`` (+ ``identifierMinLen``, ``identifierMaxEdits``,
+  ``identifierMatchMaxEdits``, ``givenNameMinSimilarity``) – name/identifier
+  evidence, ``hdwm.evidence``.
+* ``foldAbbreviations`` – street-suffix and state-name folding, ``hdwm.aliases``.
 
 Profiles live as YAML in ``include/config/<name>.yaml``. ``load_profile``
 accepts either a name or a path; names resolve through ``$WASHLINE_CONFIG_DIR``
@@ -14,6 +28,7 @@ current working directory).
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Literal
@@ -21,7 +36,30 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-__all__ = ["LinkageProfile", "ProfileError", "load_profile", "config_dirs"]
+__all__ = ["LinkageProfile", "ProfileError", "load_profile", "config_dirs", "frequency_scale"]
+
+#: Exponent of ``N / frequencyReferenceSize`` per ``frequencyScaling`` mode.
+SCALING_EXPONENTS = {"none": 0.0, "sqrt": 0.5, "linear": 1.0}
+
+
+def frequency_scale(n_refs: int, mode: str = "none", reference_size: int = 1000) -> float:
+    """Factor applied to the frequency thresholds ``beta`` and ``sigma`` for an
+    input of ``n_refs`` references (washline; see ``LinkageProfile.effective``).
+
+    ``max(1, n_refs / reference_size) ** e`` with ``e`` = 0 (``none``),
+    0.5 (``sqrt``) or 1 (``linear``): thresholds never shrink below the
+    profile's values, which hold as written up to ``reference_size``.
+
+    Raises:
+        ValueError: unknown mode, ``reference_size < 1`` or ``n_refs < 0``.
+    """
+    if mode not in SCALING_EXPONENTS:
+        raise ValueError(f"frequencyScaling must be one of {sorted(SCALING_EXPONENTS)}, got {mode!r}")
+    if reference_size < 1:
+        raise ValueError(f"frequencyReferenceSize must be ≥ 1 (got {reference_size})")
+    if n_refs < 0:
+        raise ValueError(f"reference count must be ≥ 0 (got {n_refs})")
+    return max(1.0, n_refs / reference_size) ** SCALING_EXPONENTS[mode]
 
 
 class ProfileError(ValueError):
@@ -47,6 +85,9 @@ class LinkageProfile(BaseModel):
     #: washline: all-digit tokens lose leading zeros ("010525974" and
     #: "10525974" are one SSN; a zip "0800" becomes "800" on both sides).
     stripLeadingZeros: bool = False
+    #: washline: fold street suffixes and state names to their USPS
+    #: abbreviation before frequencies (``hdwm.aliases``; AVENUE/AVNUE → AVE).
+    foldAbbreviations: bool = False
 
     # --- global correction (DWM25) ---
     runGlobalCorrection: bool = False
@@ -70,6 +111,18 @@ class LinkageProfile(BaseModel):
 
     # --- stop tokens / comparison (DWM55, DWM65/66) ---
     sigma: int = 12
+    #: washline: how ``beta`` and ``sigma`` grow with the input size ``N``
+    #: (references). They are written as DWM counts that hold for an input of
+    #: ``frequencyReferenceSize`` references (DWM's samples have 1,000) and
+    #: are multiplied by ``max(1, N / frequencyReferenceSize) ** e`` with
+    #: ``e`` = 0 (``none``, DWM: absolute counts), 0.5 (``sqrt``) or 1
+    #: (``linear``), rounded half up. ``sqrt`` keeps constant the number of
+    #: references in which two *unrelated* blocking tokens meet by chance
+    #: (``beta² / N``), i.e. the size of a chance pair-block with
+    #: ``blockByPairs``; see ``LinkageProfile.effective``.
+    frequencyScaling: Literal["none", "sqrt", "linear"] = "none"
+    #: washline: input size (references) at which ``beta``/``sigma`` apply as written.
+    frequencyReferenceSize: int = Field(1000, ge=1)
     removeExcludedBlkTokens: bool = False
     comparator: Literal[
         "ScoringMatrixKris", "ScoringMatrixStd", "WeightedTokenMatch", "Cosine", "MongeElkan"
@@ -98,6 +151,23 @@ class LinkageProfile(BaseModel):
     #: 1 only against the identical letter (DWM66); "initial" = it also scores
     #: 1 against a longer token starting with that letter ("J" ~ "JOHN").
     initialRuleMode: Literal["exact", "initial"] = "exact"
+    #: washline negative evidence (``hdwm.evidence``): a pair whose given
+    #: names conflict, with no long number (identifier/date) agreeing, scores 0.
+    givenNameConflictRule: bool = False
+    #: washline negative evidence: a pair whose identifier tokens (all-digit,
+    #: ≥ identifierMinLen digits, not a YYYYMMDD date) all disagree, and whose
+    #: given names do not agree, scores 0.
+    identifierConflictRule: bool = False
+    #: washline positive evidence: given names agree and two identifiers are
+    #: within identifierMatchMaxEdits edits -> the pair scores 1.0.
+    identifierMatchRule: bool = False
+    identifierMatchMaxEdits: int = Field(1, ge=0)
+    #: shortest all-digit token (digits) taken as an identifier/long number.
+    identifierMinLen: int = Field(7, ge=4)
+    #: two long numbers within this many Damerau–Levenshtein edits agree.
+    identifierMaxEdits: int = Field(2, ge=0)
+    #: given names with Jaro–Winkler similarity at or above this never conflict.
+    givenNameMinSimilarity: float = Field(0.7, ge=0.0, le=1.0)
     mu: float = Field(0.5, ge=0.0, le=1.0)
     muIterate: float = Field(0.10, gt=0.0, le=1.0)
 
@@ -118,7 +188,61 @@ class LinkageProfile(BaseModel):
                 "maxFreqErrToken must be < minFreqStdToken "
                 f"(maxFreqErrToken={self.maxFreqErrToken}, minFreqStdToken={self.minFreqStdToken})"
             )
+        if self.identifierConflictRule and self.identifierMaxEdits >= self.identifierMinLen:
+            raise ValueError(
+                "identifierMaxEdits must be < identifierMinLen "
+                f"(identifierMaxEdits={self.identifierMaxEdits}, identifierMinLen={self.identifierMinLen})"
+            )
         return self
+
+    def effective(self, n_refs: int) -> "LinkageProfile":
+        """The profile with ``beta``/``sigma`` scaled for an input of ``n_refs`` references.
+
+        ``beta_eff = ⌊beta·f + ½⌋`` and ``sigma_eff = ⌊sigma·f + ½⌋`` with
+        ``f = frequency_scale(n_refs, frequencyScaling, frequencyReferenceSize)``
+        (``f = 1`` up to ``frequencyReferenceSize`` references, so small
+        inputs see the profile's own values). Why ``sqrt`` (the default
+        profile's choice): DWM (Talburt et al. 2020) sets ``beta``/``sigma``
+        as absolute counts for 1,000-reference samples; at 1M references every
+        name, street and date exceeds ``beta = 16`` and nothing blocks. Two
+        independent tokens of frequency ``f₁``, ``f₂`` share about
+        ``f₁·f₂ / N`` references by chance, so with ``beta ∝ √N`` a pair block
+        of unrelated tokens stays as small as at the reference size
+        (16²/1,000 ≈ 0.26 references), while ``linear`` would grow it with N
+        (and the pairs compared quadratically). ``sigma`` scales by the same
+        factor, so the ratio ``sigma / beta`` – DWM's gap between blocking and
+        stop tokens – is kept. The correction thresholds
+        (``minFreqStdToken``, ``maxFreqErrToken``) stay absolute: a misspelt
+        token is rare at any input size.
+
+        Returns:
+            a copy (this profile when the factor is 1).
+
+        Raises:
+            ValueError: ``n_refs < 0``.
+        """
+        f = frequency_scale(n_refs, self.frequencyScaling, self.frequencyReferenceSize)
+        if f == 1.0:
+            return self
+        beta = int(math.floor(self.beta * f + 0.5))
+        sigma = int(math.floor(self.sigma * f + 0.5))
+        return self.model_copy(update={"beta": beta, "sigma": sigma})
+
+    def effective_summary(self, n_refs: int) -> dict:
+        """Dict for logs and ``metrics.json``: ``references``, ``frequencyScaling``,
+        ``frequencyReferenceSize``, ``scale`` (the factor), ``beta``/``sigma``
+        (effective) and ``beta_profile``/``sigma_profile`` (as written)."""
+        eff = self.effective(n_refs)
+        return {
+            "references": int(n_refs),
+            "frequencyScaling": self.frequencyScaling,
+            "frequencyReferenceSize": self.frequencyReferenceSize,
+            "scale": round(frequency_scale(n_refs, self.frequencyScaling, self.frequencyReferenceSize), 4),
+            "beta": eff.beta,
+            "sigma": eff.sigma,
+            "beta_profile": self.beta,
+            "sigma_profile": self.sigma,
+        }
 
 
 def config_dirs() -> list[Path]:

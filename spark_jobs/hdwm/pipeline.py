@@ -94,7 +94,9 @@ def run_linkage(
     Returns:
         links_df (schema ``LINKS_SCHEMA``, checkpointed) and a metrics dict with
         ``references, clusters, singletons, largest_cluster, iterations[...],
-        pairwise`` (None without truth) and ``seconds``.
+        pairwise`` (None without truth), ``effective_parameters`` (beta/sigma
+        after ``frequencyScaling`` for this input's size, see
+        ``LinkageProfile.effective_summary``) and ``seconds``.
 
     Raises:
         ValueError: ``refs`` lacks ``record_id``/``text`` or has duplicate record ids.
@@ -117,8 +119,14 @@ def run_linkage(
     n_refs, n_ids = int(crow["n"]), int(crow["d"])
     if n_ids != n_refs:
         raise ValueError(f"record_id is not unique: {n_refs} rows, {n_ids} distinct ids")
+    # washline: beta/sigma scale with the input size (frequencyScaling); every
+    # step below sees the effective values, which are logged and reported
+    eff_params = profile.effective_summary(n_refs)
+    profile = profile.effective(n_refs)
     _say(f"({time.time() - t0:.1f}s) profile={profile.name} references={n_refs} comparator={profile.comparator} "
-         f"beta={profile.beta} sigma={profile.sigma} mu={profile.mu} epsilon={profile.epsilon}")
+         f"beta={profile.beta} sigma={profile.sigma} (frequencyScaling={eff_params['frequencyScaling']} "
+         f"x{eff_params['scale']} of beta={eff_params['beta_profile']} sigma={eff_params['sigma_profile']} "
+         f"at {eff_params['frequencyReferenceSize']} references) mu={profile.mu} epsilon={profile.epsilon}")
 
     # every frozen frame is derived from frozen inputs only, so no plan is
     # ever computed twice (tokens → freq → correction map → corrected tokens)
@@ -258,6 +266,7 @@ def run_linkage(
         "clusters": int(summary["clusters"]),
         "singletons": int(summary["singletons"] or 0),
         "largest_cluster": int(summary["largest"] or 0),
+        "effective_parameters": eff_params,
         "iterations": iterations,
         "pairwise": pairwise,
         "seconds": round(time.time() - t0, 2),

@@ -31,12 +31,17 @@ _SEP = r"[^\p{L}\p{N}]+"
 
 
 def tokens_column(
-    text_col, tokenizer_type: str = "Splitter", remove_duplicates: bool = False, strip_zeros: bool = False
+    text_col,
+    tokenizer_type: str = "Splitter",
+    remove_duplicates: bool = False,
+    strip_zeros: bool = False,
+    fold_aliases: bool = False,
 ):
     """Return a Column expression array<string> of tokens for ``text_col``.
 
     ``strip_zeros``: all-digit tokens lose their leading zeros ("010" → "10",
-    "000" → "0").
+    "000" → "0"). ``fold_aliases``: street suffixes and state names become
+    their standard abbreviation (``hdwm.aliases``: ``AVENUE``/``AVNUE`` → ``AVE``).
 
     Raises:
         ValueError: unknown tokenizer_type.
@@ -62,6 +67,10 @@ def tokens_column(
                 t.rlike(r"^[0-9]+$"), F.coalesce(F.nullif(F.regexp_replace(t, r"^0+", ""), F.lit("")), F.lit("0"))
             ).otherwise(t),
         )
+    if fold_aliases:
+        from .aliases import fold_column
+
+        arr = fold_column(arr)
     if remove_duplicates:
         arr = F.array_distinct(arr)
     return arr
@@ -72,6 +81,7 @@ def tokenize(refs: DataFrame, profile: LinkageProfile) -> DataFrame:
     return refs.select(
         F.col("record_id").cast("string").alias("record_id"),
         tokens_column(
-            F.col("text"), profile.tokenizerType, profile.removeDuplicateTokens, profile.stripLeadingZeros
+            F.col("text"), profile.tokenizerType, profile.removeDuplicateTokens, profile.stripLeadingZeros,
+            profile.foldAbbreviations,
         ).alias("tokens"),
     )

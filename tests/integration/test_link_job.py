@@ -83,6 +83,9 @@ def test_link_job_on_febrl1(spark, curated, tmp_path):
     assert {"ds", "profile", "references", "clusters", "singletons", "largest_cluster",
             "iterations", "pairwise", "seconds"} <= set(metrics)
     assert metrics["references"] == 1000 and metrics["clusters"] == len(by_cluster)
+    # 1,000 references = the default profile's frequencyReferenceSize: beta/sigma as written
+    eff = metrics["effective_parameters"]
+    assert (eff["frequencyScaling"], eff["scale"], eff["beta"], eff["sigma"]) == ("sqrt", 1.0, 16, 145)
     it = metrics["iterations"]
     assert len(it) >= 2 and it[1]["mu"] > it[0]["mu"]  # at least one mu iteration really ran
     assert set(it[0]) == {"iteration", "mu", "epsilon", "references", "blocks", "largest_block",

@@ -87,3 +87,40 @@ def test_block_cap_splits_oversize_blocks(spark):
     assert sub_sizes == [2, 2, 3]  # ceil(7/3)=3 sub-blocks, round-robin
     assert br.pairs.count() == 1 + 1 + 3
     assert block_stats(br.members, capped) == {"blocks": 1, "largest_block": 7, "oversize_blocks": 1}
+
+
+def test_no_collected_group_exceeds_max_block_size(spark):
+    # one giant block (250 refs share GIANT) next to small ones, beta far above the cap
+    rows = [(f"g{i:03d}", ["GIANT", f"SOLO{i % 2}"]) for i in range(250)] + [
+        ("s1", ["SMALL", "PAIRX"]), ("s2", ["SMALL", "PAIRX"])]
+    tokens = _refs(spark, rows)
+    freq = token_frequencies(tokens)
+    prof = LinkageProfile(beta=1000, sigma=2000, minBlkTokenLen=3, maxBlockSize=100)
+    br = build_blocks(tokens, freq, prof)
+    groups = {(r.block_key, r.sub_block): r["count"] for r in br.members.groupBy("block_key", "sub_block").count().collect()}
+    assert max(groups.values()) <= 100
+    # GIANT (250) -> ceil(250/100) = 3 sub-blocks of 84/83/83; SOLO0/SOLO1 (125 each) -> 2 of 63/62
+    assert sorted(v for (k, _), v in groups.items() if k == "GIANT") == [83, 83, 84]
+    assert sorted(v for (k, _), v in groups.items() if k == "SOLO0") == [62, 63]
+    assert groups[("SMALL", 0)] == 2 and groups[("PAIRX", 0)] == 2
+    # every pair lies inside one sub-block of some block
+    sub = {}
+    for r in br.members.collect():
+        sub.setdefault(r.record_id, set()).add((r.block_key, r.sub_block))
+    pairs = [tuple(r) for r in br.pairs.collect()]
+    assert all(sub[a] & sub[b] for a, b in pairs)
+    assert ("s1", "s2") in pairs
+    stats = block_stats(br.members, prof)
+    assert stats["largest_block"] == 250 and stats["oversize_blocks"] == 3
+
+
+def test_pair_keys_split_like_single_keys(spark):
+    # 120 refs share the pair ALPHA+BETA (ub = 120 > cap 50): split, same dealing rule
+    rows = [(f"r{i:03d}", ["ALPHA", "BETA"]) for i in range(120)]
+    tokens = _refs(spark, rows)
+    freq = token_frequencies(tokens)
+    prof = LinkageProfile(beta=500, sigma=1000, minBlkTokenLen=3, maxBlockSize=50, blockByPairs=True)
+    br = build_blocks(tokens, freq, prof)
+    sizes = sorted(r["count"] for r in br.members.groupBy("block_key", "sub_block").count().collect())
+    assert sizes == [40, 40, 40]
+    assert br.pairs.count() == 3 * (40 * 39 // 2)

@@ -1,0 +1,210 @@
+"""Frequency scaling of beta/sigma, evidence rules and alias folding, on tiny hand-checked inputs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from hdwm.aliases import ALIASES, fold_tokens
+from hdwm.config import LinkageProfile, ProfileError, frequency_scale, load_profile
+from hdwm.evidence import (
+    conflicting,
+    evidence_score,
+    given_name_conflict,
+    given_names_agree,
+    identifier_match,
+    is_date_token,
+    leading_names,
+    long_numbers,
+    same_nickname_group,
+)
+
+# --------------------------------------------------------------------------- scaling
+
+
+@pytest.mark.parametrize(
+    "n, mode, factor",
+    [
+        (500, "sqrt", 1.0),  # below the reference size: never shrinks
+        (1000, "sqrt", 1.0),
+        (4000, "sqrt", 2.0),
+        (1_000_000, "sqrt", math.sqrt(1000)),
+        (1_000_000, "linear", 1000.0),
+        (1_000_000, "none", 1.0),
+    ],
+)
+def test_frequency_scale(n, mode, factor):
+    assert frequency_scale(n, mode, 1000) == pytest.approx(factor)
+
+
+def test_frequency_scale_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="frequencyScaling"):
+        frequency_scale(10, "log", 1000)
+    with pytest.raises(ValueError, match="frequencyReferenceSize"):
+        frequency_scale(10, "sqrt", 0)
+
+
+def test_effective_thresholds_of_the_default_profile():
+    p = load_profile("default")
+    assert (p.frequencyScaling, p.frequencyReferenceSize, p.beta, p.sigma) == ("sqrt", 1000, 16, 145)
+    # 1k-references inputs (S8P, FEBRL1) run with the profile's own values: the same object
+    assert p.effective(1000) is p
+    got = {n: (p.effective(n).beta, p.effective(n).sigma) for n in (5000, 10_000, 100_000, 1_000_000)}
+    # beta·√(N/1000), sigma·√(N/1000), rounded half up
+    assert got == {5000: (36, 324), 10_000: (51, 459), 100_000: (160, 1450), 1_000_000: (506, 4585)}
+    s = p.effective_summary(100_000)
+    assert s == {"references": 100_000, "frequencyScaling": "sqrt", "frequencyReferenceSize": 1000,
+                 "scale": 10.0, "beta": 160, "sigma": 1450, "beta_profile": 16, "sigma_profile": 145}
+
+
+def test_scaling_profile_validation(tmp_path):
+    f = tmp_path / "bad.yaml"
+    f.write_text("beta: 4\nsigma: 20\nfrequencyScaling: cubic\n")
+    with pytest.raises(ProfileError, match="frequencyScaling"):
+        load_profile(str(f))
+    f.write_text("beta: 4\nsigma: 20\nfrequencyReferenceSize: 0\n")
+    with pytest.raises(ProfileError, match="frequencyReferenceSize"):
+        load_profile(str(f))
+    f.write_text("beta: 4\nsigma: 20\nidentifierConflictRule: true\nidentifierMinLen: 4\nidentifierMaxEdits: 4\n")
+    with pytest.raises(ProfileError, match="identifierMaxEdits must be < identifierMinLen"):
+        load_profile(str(f))
+
+
+def test_no_scaling_keeps_dwm_absolute_counts():
+    p = LinkageProfile(beta=16, sigma=145)
+    assert p.frequencyScaling == "none"
+    assert (p.effective(1_000_000).beta, p.effective(1_000_000).sigma) == (16, 145)
+
+
+# --------------------------------------------------------------------------- evidence features
+
+
+def test_feature_extraction():
+    toks = ["DARRELL", "A", "SOLIZ", "FAJARDO", "5032", "E", "TYLER", "AVE", "93727", "12069502", "19360814"]
+    assert leading_names(toks) == ["DARRELL", "A", "SOLIZ", "FAJARDO"]
+    assert leading_names(["12", "MAIN"]) == [] and leading_names(["SMITH"]) == ["SMITH"]
+    assert long_numbers(toks) == ["12069502", "19360814"]
+    assert is_date_token("19360814") and not is_date_token("12069502") and not is_date_token("19361314")
+
+
+def test_given_name_conflict_cases():
+    # co-residents: other given name, same surname
+    assert given_name_conflict(["DARRELL", "A", "SOLIZ"], ["AMPARO", "A", "SOLIZ"])
+    # typo, shared first letter, nickname, swapped name parts: no conflict
+    assert not given_name_conflict(["JESSICA", "ROLON"], ["JESSIAC", "ROLON"])
+    assert not given_name_conflict(["JIM", "JACKSON"], ["JAMES", "JACKSON"])
+    assert not given_name_conflict(["BOB", "JONES"], ["ROBERT", "JONES"])
+    assert not given_name_conflict(["SMITH", "JOHN"], ["JOHN", "SMITH"])
+    # an initial conflicts only when no name token of the other starts with it
+    assert given_name_conflict(["A", "HOANG"], ["JUAN", "HOANG"])
+    assert not given_name_conflict(["J", "HOANG"], ["JUAN", "HOANG"])
+    assert not given_name_conflict(["L", "DEALY"], ["LAVERNE", "L", "DELAY"])
+    # a lone surname says nothing about a given name
+    assert not given_name_conflict(["PEREZ"], ["LUIS", "PEREZ"])
+    assert same_nickname_group("BOB", "ROB") and not same_nickname_group("BOB", "BILL")
+
+
+class _P:
+    givenNameConflictRule = True
+    identifierConflictRule = True
+    identifierMatchRule = True
+    identifierMaxEdits = 2
+    identifierMatchMaxEdits = 1
+    givenNameMinSimilarity = 0.7
+
+
+def test_conflict_and_match_rules():
+    p = _P()
+    darrell = (["DARRELL", "A", "SOLIZ"], ["12069502"])
+    amparo = (["AMPARO", "A", "SOLIZ"], [])
+    assert conflicting(*darrell, *amparo, p)  # given names conflict, no number agrees
+    # the same SSN (one digit transposed) lifts a given-name conflict (FEBRL replaces given names)
+    assert not conflicting(["ALEXANDER", "MCCARTHY"], ["1582861"], ["SOPHIE", "MCCARTHY"], ["1582681"], p)
+    # identifiers disagree and given names do not agree -> veto
+    assert conflicting(["E", "ZENGEL"], ["11843485"], ["JOAQUIN", "M", "ZENGEL"], ["11845832"], p)
+    # identifiers disagree but given names agree (FEBRL: a duplicate's SSN replaced) -> no veto
+    assert not conflicting(["LUKE", "REES"], ["3099843", "19000103"], ["LUKE", "REES"], ["8588392", "19000103"], p)
+    # ... and so does a shared date of birth (FEBRL3: other given name, replaced SSN, same DOB)
+    assert not conflicting(["LEAH", "REES"], ["7395505", "19000103"], ["LUKE", "REES"], ["8588392", "19000103"], p)
+    assert conflicting(["LEAH", "REES"], ["7395505", "19000103"], ["MARK", "REES"], ["8588392", "19550505"], p)
+    # dates are not identifiers: an SSN against a date of birth is no conflict
+    assert not conflicting(["E", "ROLON"], ["12181076"], ["E", "ROLON"], ["19360814"], p)
+    # moved house, same name and SSN -> 1.0; a 2-edit SSN is not a match (identifierMatchMaxEdits=1)
+    assert identifier_match(["DONALD", "DAUGHTERS"], ["12416962"], ["DONALD", "DAUGHTERS"], ["12416962"], 1)
+    assert evidence_score(["DONALD", "X"], ["12416962"], ["DONALD", "Y"], ["12419662"], p) == 1.0
+    assert evidence_score(["DONALD", "X"], ["12416962"], ["DONALD", "Y"], ["12461926"], p) is None
+    assert evidence_score(*darrell, *amparo, p) == 0.0
+    assert given_names_agree(["BOB"], ["ROBERT"]) and not given_names_agree(["B"], ["BOB"])
+
+
+def test_rules_off_decide_nothing():
+    class Off(_P):
+        givenNameConflictRule = identifierConflictRule = identifierMatchRule = False
+
+    assert evidence_score(["DARRELL", "A"], ["12069502"], ["AMPARO", "A"], ["99999999"], Off()) is None
+
+
+def test_score_with_profile_applies_the_verdict():
+    from hdwm.compare import score_with_profile
+
+    p = LinkageProfile(beta=4, sigma=10, comparator="WeightedTokenMatch", givenNameConflictRule=True)
+    a, b = ["DARRELL", "SOLIZ", "5032", "TYLER"], ["AMPARO", "SOLIZ", "5032", "TYLER"]
+    w = [1.0] * 4
+    plain = score_with_profile(a, w, b, w, p)
+    assert plain > 0.5
+    assert score_with_profile(a, w, b, w, p, (["DARRELL", "SOLIZ"], []), (["AMPARO", "SOLIZ"], [])) == 0.0
+
+
+# --------------------------------------------------------------------------- alias folding
+
+
+def test_alias_folding():
+    assert fold_tokens(["1510", "SOUTH", "WILLIAMS", "AVENUE", "COMPTON", "CALIFORNIA"]) == [
+        "1510", "SOUTH", "WILLIAMS", "AVE", "COMPTON", "CA"]
+    assert fold_tokens(["AVNUE", "DRIV", "STREET", "FLA", "TEXAS"]) == ["AVE", "DR", "ST", "FL", "TX"]
+    # names that are also places stay as they are
+    assert all(k not in ALIASES for k in ("VICTORIA", "GEORGIA", "WASHINGTON", "WY", "MISS"))
+
+
+@pytest.mark.spark
+def test_spark_evidence_columns_and_folding_match_python(spark):
+    from hdwm.evidence import evidence_columns
+    from hdwm.tokenizer import tokenize
+
+    rows = [("a", "Darrell,A,Soliz-Fajardo,5032,E,Tyler,Avenue,Fresno,,California,93727,,,012-06-9502,19360814"),
+            ("b", "12 main st"), ("c", "smith"), ("d", "")]
+    prof = LinkageProfile(beta=4, sigma=10, tokenizerType="CompressNbr", stripLeadingZeros=True,
+                          removeDuplicateTokens=True, foldAbbreviations=True)
+    toks = tokenize(spark.createDataFrame(rows, "record_id string, text string"), prof)
+    got = {r.record_id: r for r in toks.select("record_id", "tokens", *evidence_columns("tokens", 7)).collect()}
+    assert got["a"].tokens == ["DARRELL", "A", "SOLIZ", "FAJARDO", "5032", "E", "TYLER", "AVE", "FRESNO", "CA",
+                               "93727", "12069502", "19360814"]
+    for r in got.values():
+        assert r.lead == leading_names(r.tokens) and r.nums == long_numbers(r.tokens, 7)
+    assert got["b"].lead == [] and got["c"].lead == ["SMITH"] and got["d"].lead == []
+
+
+@pytest.mark.spark
+def test_score_pairs_applies_evidence_rules(spark):
+    from hdwm.compare import comparison_tokens, score_pairs
+    from hdwm.frequency import token_frequencies
+
+    rows = [
+        ("darrell", ["DARRELL", "SOLIZ", "5032", "TYLER", "AVE", "FRESNO", "12069502"]),
+        ("amparo", ["AMPARO", "SOLIZ", "5032", "TYLER", "AVE", "FRESNO"]),  # co-resident
+        ("moved", ["DARRELL", "SOLIZ", "77", "OAK", "LN", "BELL", "12069502"]),  # same person, new address
+    ]
+    toks = spark.createDataFrame(rows, "record_id string, tokens array<string>")
+    on = LinkageProfile(beta=4, sigma=10, comparator="WeightedTokenMatch", givenNameConflictRule=True,
+                        identifierConflictRule=True, identifierMatchRule=True)
+    off = LinkageProfile(beta=4, sigma=10, comparator="WeightedTokenMatch")
+    pairs = spark.createDataFrame([("amparo", "darrell"), ("darrell", "moved")], "id1 string, id2 string")
+    ct = comparison_tokens(toks, token_frequencies(toks), on, 3)
+
+    def scores(p):
+        return {(r.id1, r.id2): r.score for r in score_pairs(pairs, ct, p).collect()}
+
+    base, got = scores(off), scores(on)
+    assert base[("amparo", "darrell")] > 0.5 and got[("amparo", "darrell")] == 0.0
+    assert base[("darrell", "moved")] < 1.0 and got[("darrell", "moved")] == 1.0
