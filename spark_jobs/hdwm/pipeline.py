@@ -154,18 +154,23 @@ def run_linkage(
     n_assigned = 0
     first_members = first_pairs = None
     reblock = True
+    # what the previous iteration left, so the next one only subtracts what it
+    # accepted (``prev_done``) instead of starting again from iteration 1's blocks
+    prev = None  # dict(members, pairs, bs, n_pairs, scored, n_links, eps, rec) of the previous iteration
+    prev_done = None  # record ids accepted by the previous iteration (frozen), None = none
     while mu <= 1.0 + 1e-9:
         it += 1
         ti = time.time()
         n_active = n_refs - n_assigned
         rec = {"iteration": it, "mu": mu, "epsilon": eps, "references": n_active, "blocks": 0,
                "largest_block": 0, "pairs_compared": 0, "links": 0, "clusters": 0,
-               "accepted_clusters": 0, "mean_quality": None, "seconds": 0.0}
+               "accepted_clusters": 0, "mean_quality": None, "unchanged": False, "seconds": 0.0}
         if n_active < 2:
             rec["seconds"] = round(time.time() - ti, 2)
             iterations.append(rec)
             _say(f"iteration {it}: fewer than 2 references left, stop")
             break
+        unchanged = prev is not None and prev_done is None and not reblock
         if first_members is None or reblock:
             active = tokens.join(assigned.select("record_id"), "record_id", "left_anti")
             br = build_blocks(active, freq, profile)
@@ -173,25 +178,34 @@ def run_linkage(
             pairs = _freeze(br.pairs)
             if first_members is None:
                 first_members, first_pairs = members, pairs
+        elif unchanged:
+            # The previous iteration accepted no cluster: the same references
+            # remain, so the blocks and candidate pairs are exactly the same.
+            members, pairs = prev["members"], prev["pairs"]
         else:
             # No block was split in iteration 1, so blocking the remaining
             # references again gives exactly iteration 1's blocks and pairs
             # restricted to them (frequencies are global): reuse, don't rebuild.
-            done = assigned.select("record_id")
-            members = first_members.join(done, "record_id", "left_anti")
+            # Blocks and pairs only shrink, so removing just what the previous
+            # iteration accepted from its (already reduced) frames is the same.
+            done = prev_done
+            members = prev["members"].join(done, "record_id", "left_anti")
             members = _freeze(
                 members.withColumn("block_size", F.count(F.lit(1)).over(Window.partitionBy("block_key")))
                 .filter(F.col("block_size") >= 2)
             )
             pairs = _freeze(
-                first_pairs.join(done.withColumnRenamed("record_id", "id1"), "id1", "left_anti")
+                prev["pairs"].join(done.withColumnRenamed("record_id", "id1"), "id1", "left_anti")
                 .join(done.withColumnRenamed("record_id", "id2"), "id2", "left_anti")
                 .select("id1", "id2")
             )
-        bs = block_stats(members, profile)
+        if unchanged:
+            bs, n_pairs = prev["bs"], prev["n_pairs"]
+        else:
+            bs = block_stats(members, profile)
+            n_pairs = pairs.count()
         if it == 1:
             reblock = bs["oversize_blocks"] > 0
-        n_pairs = pairs.count()
         t_block = time.time()
         rec.update(blocks=bs["blocks"], largest_block=bs["largest_block"], pairs_compared=n_pairs)
         if n_pairs == 0:
@@ -199,9 +213,13 @@ def run_linkage(
             iterations.append(rec)
             _say(f"iteration {it}: mu={mu:.2f} no candidate pairs, stop")
             break
-        new_pairs = pairs.join(cache.select("id1", "id2"), ["id1", "id2"], "left_anti")
-        cache = _freeze(cache.unionByName(score_pairs(new_pairs, ctokens, profile)))
-        links = _freeze(pairs.join(cache, ["id1", "id2"]).filter(F.col("score") >= mu - 1e-12))
+        if unchanged:
+            scored = prev["scored"]  # the same pairs: their scores are known
+        else:
+            new_pairs = pairs.join(cache.select("id1", "id2"), ["id1", "id2"], "left_anti")
+            cache = _freeze(cache.unionByName(score_pairs(new_pairs, ctokens, profile)))
+            scored = _freeze(pairs.join(cache, ["id1", "id2"]))
+        links = _freeze(scored.filter(F.col("score") >= mu - 1e-12))
         n_links = links.count()
         t_score = time.time()
         rec["links"] = n_links
@@ -211,6 +229,23 @@ def run_linkage(
             _say(f"iteration {it}: mu={mu:.2f} refs={n_active} blocks={bs['blocks']} "
                  f"pairs={n_pairs} links=0, stop")
             break
+        if unchanged and n_links == prev["n_links"] and abs(eps - prev["eps"]) < 1e-12:
+            # Same references and a higher mu: the links are a subset of the
+            # previous ones, so the same count means the same links, hence the
+            # same clusters with the same quality, rejected again at the same
+            # epsilon. Skip components and quality; the result is identical.
+            rec.update(clusters=prev["rec"]["clusters"], accepted_clusters=0,
+                       mean_quality=prev["rec"]["mean_quality"], unchanged=True)
+            rec["seconds"] = round(time.time() - ti, 2)
+            iterations.append(rec)
+            _say(f"iteration {it}: mu={mu:.2f} eps={eps:.2f} refs={n_active} pairs={n_pairs} links={n_links}: "
+                 f"the same links as iteration {it - 1}, so the same {rec['clusters']} cluster(s), none accepted "
+                 f"(components and quality skipped; {rec['seconds']}s)")
+            prev = dict(prev, rec=rec)
+            prev_done = None
+            mu = round(mu + profile.muIterate, 2)
+            eps = round(min(1.0, eps + profile.epsilonIterate), 2)
+            continue
         comps, rounds = connected_components(
             links, checkpoint_interval=profile.ccCheckpointInterval, max_rounds=profile.ccMaxRounds
         )
@@ -232,6 +267,9 @@ def run_linkage(
             F.lit(mu).cast("double").alias("mu"), "quality", "cluster_size",
         )
         assigned = _freeze(assigned.unionByName(new_assign))
+        prev_done = _freeze(new_assign.select("record_id")) if int(qrow["acc_refs"] or 0) else None
+        prev = {"members": members, "pairs": pairs, "bs": bs, "n_pairs": n_pairs, "scored": scored,
+                "n_links": n_links, "eps": eps, "rec": rec}
         rec["seconds"] = round(time.time() - ti, 2)
         iterations.append(rec)
         _say(
