@@ -244,8 +244,22 @@ def check_header(line: str | None, spec: SourceSpec) -> C.HeaderCheck | None:
     (:func:`hdwm.cleansing.compare_header`); None for a file with no line."""
     if line is None:
         return None
-    fields = next(csv.reader([line.lstrip("\ufeff")], delimiter=spec.delimiter, quotechar=spec.quote), [])
+    if len(line) > MAX_HEADER_CHARS:
+        # no header is this long (and csv's field limit is 128 KiB): not a header, quarantine the file
+        return C.HeaderCheck(False, None, (
+            f"first line is not a header ({len(line):,} characters, more than {MAX_HEADER_CHARS:,}; "
+            f"starts {line[:60]!r}); expected the declared columns {spec.column_names}",))
+    try:
+        fields = next(csv.reader([line.lstrip("\ufeff")], delimiter=spec.delimiter, quotechar=spec.quote), [])
+    except csv.Error as exc:
+        return C.HeaderCheck(False, None, (
+            f"first line is not a header (not parseable as CSV: {exc}; starts {line[:60]!r}); "
+            f"expected the declared columns {spec.column_names}",))
     return C.compare_header(fields, spec)
+
+
+#: A first line longer than this (characters) is not a header: the file is quarantined as ``bad_header``.
+MAX_HEADER_CHARS = 16_384
 
 
 def read_first_line(path: Path, limit: int = 1 << 20) -> str | None:
@@ -376,7 +390,8 @@ def read_numbered_lines(spark, files: list[Path]):
         .agg(
             F.count(F.lit(1)).alias("_n"),
             F.min("_mid").alias("_first"),
-            F.min_by("value", "_mid").alias("_head"),
+            # at most MAX_HEADER_CHARS + 1 characters: a longer first line is not a header anyway
+            F.min_by(F.substring("value", 1, MAX_HEADER_CHARS + 1), "_mid").alias("_head"),
             F.sum(F.when(C.is_blank_col(F.col("value")), 1).otherwise(0)).alias("_blank"),
         )
         .collect()
@@ -524,7 +539,9 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
         F.lit(spec.name).alias("source"),
         "source_file",
         "line_number",
-        F.substring(F.col("value"), 1, RAW_MAX_CHARS).alias("raw"),
+        # bytes that are not UTF-8 are stored as U+FFFD: Parquet strings must be valid UTF-8
+        # (pyarrow/pandas refuse to read them otherwise); the landing file keeps the original bytes
+        F.make_valid_utf8(F.substring(F.col("value"), 1, RAW_MAX_CHARS)).alias("raw"),
         reason.alias("reason"),
         detail.alias("detail"),
         record_id.alias("record_id"),

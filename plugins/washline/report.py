@@ -9,12 +9,42 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 
+def read_cleanse_metrics(path: Path, ds: str, not_before: datetime | None = None) -> dict[str, Any] | None:
+    """The cleanse job's metrics file of ``ds``, if it is this run's.
+
+    The cleanse task pushes no XCom when it fails after the job wrote its
+    metrics (e.g. "no valid rows": every row quarantined), so the summary
+    reads the counts from the file instead. A file from an earlier run of the
+    same date is not this run's figures: it is ignored when its ``ds`` differs
+    or it finished before ``not_before`` (the run's start; seconds resolution).
+
+    Returns:
+        The metrics dict, or None (missing, unreadable, another date, stale).
+    """
+    try:
+        metrics = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(metrics, dict) or metrics.get("ds") != ds:
+        return None
+    if not_before is not None:
+        try:
+            finished = datetime.fromisoformat(str(metrics.get("finished_at")))
+            if finished.tzinfo is None or finished < not_before.replace(microsecond=0):
+                return None
+        except (TypeError, ValueError):
+            return None
+    return metrics
+
+
 def build_summary(ds: str, run_id: str, results: dict[str, Any],
-                  errors: dict[str, str | None] | None = None) -> dict[str, Any]:
+                  errors: dict[str, str | None] | None = None,
+                  cleanse_metrics: dict[str, Any] | None = None) -> dict[str, Any]:
     """Assemble the summary from the tasks' XCom results.
 
     Args:
@@ -25,13 +55,18 @@ def build_summary(ds: str, run_id: str, results: dict[str, Any],
             ``check_integrity``, ``check_quality``, ``publish``.
         errors: task id → the one-line cause the task pushed when it failed
             (XCom key ``error``); it replaces "did not succeed" in the reasons.
+        cleanse_metrics: the cleanse job's metrics file (see
+            ``read_cleanse_metrics``), used for the row counts when the cleanse
+            task failed after the job wrote them (no ``cleanse`` XCom).
 
     Returns:
-        JSON-ready dict: ``rows`` (in, curated, quarantined by reason, loaded),
-        ``clusters``, ``pairwise`` (precision/recall/F1 or None), ``checks``,
+        JSON-ready dict: ``rows`` (in, curated, quarantined and quarantined by
+        reason, values fixed by rule, loaded, published), ``clusters``,
+        ``pairwise`` (precision/recall/F1 or None), ``checks`` (integrity
+        verdict and finding count, both None when the check did not run),
         ``published`` (bool) and ``not_published_because``, ``seconds`` per task.
     """
-    cleanse = results.get("cleanse") or {}
+    cleanse = results.get("cleanse") or cleanse_metrics or {}
     link = results.get("link") or {}
     load = results.get("load_staging") or {}
     integrity = results.get("check_integrity") or {}
@@ -75,6 +110,7 @@ def build_summary(ds: str, run_id: str, results: dict[str, Any],
             "curated": cleanse.get("rows_curated"),
             "quarantined": cleanse.get("rows_quarantined"),
             "quarantined_by_reason": cleanse.get("quarantined_by_reason"),
+            "fixed_by_rule": cleanse.get("fixed_by_rule"),
             "loaded": (load.get("rows") or {}).get("staging_records"),
             "published": ((publish or {}).get("rows") or {}).get("published_records"),
         },
@@ -84,7 +120,7 @@ def build_summary(ds: str, run_id: str, results: dict[str, Any],
         "pairwise": link.get("pairwise"),
         "checks": {
             "integrity": integrity.get("verdict"),
-            "integrity_findings": len(integrity.get("findings") or []),
+            "integrity_findings": len(integrity.get("findings") or []) if integrity else None,
             "quality": quality.get("status"),
             "data_docs": quality.get("data_docs"),
         },
@@ -104,30 +140,50 @@ def write_json_atomic(path: Path, payload: dict[str, Any]) -> Path:
     return path
 
 
+def _show(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _nonzero(counts: dict[str, Any] | None) -> str:
+    return ", ".join(f"{k} {v}" for k, v in (counts or {}).items() if v)
+
+
 def render(summary: dict[str, Any]) -> str:
-    """Human-readable multi-line rendering of a run summary."""
+    """Human-readable multi-line rendering of a run summary ("-" where a task
+    did not run or did not succeed)."""
     rows = summary["rows"]
     pw = summary.get("pairwise")
+    fixed = rows.get("fixed_by_rule")
     lines = [
         f"washline run summary for ds={summary['ds']} ({summary['run_id']})",
-        f"  rows in          {rows['in']}",
-        f"  quarantined      {rows['quarantined']}  "
-        + ", ".join(f"{k} {v}" for k, v in (rows.get("quarantined_by_reason") or {}).items() if v),
-        f"  curated          {rows['curated']}",
-        f"  loaded (staging) {rows['loaded']}",
-        f"  published        {rows['published']}",
-        f"  clusters         {summary['clusters']} (singletons {summary['singletons']}, largest {summary['largest_cluster']})",
+        f"  rows in          {_show(rows['in'])}",
+        (f"  quarantined      {_show(rows['quarantined'])}  " + _nonzero(rows.get("quarantined_by_reason"))).rstrip(),
+        f"  curated          {_show(rows['curated'])}",
+    ]
+    if fixed is not None:
+        lines.append((f"  values fixed     {sum(v or 0 for v in fixed.values())}  " + _nonzero(fixed)).rstrip())
+    lines += [
+        f"  loaded (staging) {_show(rows['loaded'])}",
+        f"  published        {_show(rows['published'])}",
+        f"  clusters         {_show(summary['clusters'])} (singletons {_show(summary['singletons'])}, "
+        f"largest {_show(summary['largest_cluster'])})",
     ]
     if pw:
         lines.append(
             f"  pairwise         precision {pw['precision']:.4f}  recall {pw['recall']:.4f}  F1 {pw['f1']:.4f}"
         )
     checks = summary["checks"]
-    lines.append(f"  integrity        {checks['integrity']} ({checks['integrity_findings']} finding(s))")
-    lines.append(f"  quality (GX)     {checks['quality']}  data docs: {checks['data_docs']}")
+    if checks["integrity"] is None:
+        lines.append("  integrity        no result")
+    else:
+        lines.append(f"  integrity        {checks['integrity']} ({_show(checks['integrity_findings'])} finding(s))")
+    if checks["quality"] is None:
+        lines.append("  quality (GX)     no result")
+    else:
+        lines.append(f"  quality (GX)     {checks['quality']}  data docs: {checks['data_docs']}")
     lines.append(f"  published        {'yes' if summary['published'] else 'NO'}")
     for reason in summary["not_published_because"]:
         lines.append(f"    because {reason}")
     secs = ", ".join(f"{k} {v:.1f}s" for k, v in summary["seconds"].items() if v is not None)
-    lines.append(f"  seconds          {secs}")
+    lines.append(f"  seconds          {secs or '-'}")
     return "\n".join(lines)

@@ -168,6 +168,12 @@ def publish(context: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _run_started(context: Mapping[str, Any]) -> Any:
+    """When the DAG run started (None if unknown); older files are not this run's."""
+    dag_run = context.get("dag_run")
+    return getattr(dag_run, "start_date", None) if dag_run is not None else None
+
+
 def report(context: Mapping[str, Any]) -> dict[str, Any]:
     """Write and log the run summary; fail the task when the date was not published.
 
@@ -176,7 +182,7 @@ def report(context: Mapping[str, Any]) -> dict[str, Any]:
     """
     from airflow.sdk.exceptions import AirflowFailException
 
-    from washline.report import build_summary, render, write_json_atomic
+    from washline.report import build_summary, read_cleanse_metrics, render, write_json_atomic
 
     ti = context["ti"]
     # The summary's place depends only on the date, so a bad input_folder Param
@@ -194,7 +200,12 @@ def report(context: Mapping[str, Any]) -> dict[str, Any]:
         "check_quality": ti.xcom_pull(task_ids="check_quality", key="report"),
         "publish": ti.xcom_pull(task_ids="publish"),
     }
-    summary = build_summary(paths.ds, context["run_id"], results, errors)
+    cleanse_metrics = None
+    if results["cleanse"] is None:
+        # cleanse failed after the job wrote its metrics (e.g. every row
+        # quarantined): count the rows from the file, if it is this run's.
+        cleanse_metrics = read_cleanse_metrics(paths.cleanse_metrics, paths.ds, _run_started(context))
+    summary = build_summary(paths.ds, context["run_id"], results, errors, cleanse_metrics)
     write_json_atomic(paths.summary, summary)
     log.info("%s\nsummary written to %s", render(summary), paths.summary)
     if not summary["published"]:

@@ -379,6 +379,11 @@ class HeaderCheck:
         return self.is_header and not self.problems
 
 
+def _clip(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis (for messages)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def compare_header(fields: list[str], spec: "SourceSpec") -> HeaderCheck:
     """Compare a file's header fields with ``spec``'s declared columns.
 
@@ -403,9 +408,14 @@ def compare_header(fields: list[str], spec: "SourceSpec") -> HeaderCheck:
     known = set(by_lower) | set(spec.column_map) | set(spec.ignore_columns)
     hits = sum(1 for f in found if f in known)
     if not found or hits * 2 < len(found):
-        shown = ", ".join(repr(f) for f in found[:6]) + (", ..." if len(found) > 6 else "")
+        shown = ", ".join(repr(_clip(f)) for f in found[:6]) + (", ..." if len(found) > 6 else "")
+        hint = ""
+        if spec.delimiter != "\t" and len(found) == 1 and "\t" in found[0]:
+            hint = ' (it looks tab-separated: declare csv: {delimiter: "\\t"} for this source in sources.yaml)'
+        elif spec.delimiter != ";" and len(found) == 1 and ";" in found[0]:
+            hint = " (it looks semicolon-separated: declare csv: {delimiter: \";\"} for this source in sources.yaml)"
         return HeaderCheck(False, None, (
-            f"first line is not a header ({hits} of {len(found)} field(s) are known column names: {shown}); "
+            f"first line is not a header ({hits} of {len(found)} field(s) are known column names: {shown}){hint}; "
             f"expected the declared columns {declared}",))
     layout: list[str | None] = []
     unknown: list[tuple[int, str]] = []

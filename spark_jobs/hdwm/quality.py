@@ -38,14 +38,21 @@ def cluster_quality(assign: DataFrame, tokens: DataFrame, token_col: str = "toke
         "cluster_id", "record_id", F.explode(F.array_distinct(F.col(token_col))).alias("token")
     )
     counts = ex.groupBy("cluster_id", "token").agg(F.count(F.lit(1)).alias("c"))
-    p = F.col("c") / F.col("cluster_size")
+    # H is summed over the cluster's token counts in sorted order, not with
+    # F.sum: a floating-point sum in shuffle order differs in the last bits
+    # from run to run, and a rerun of a date must publish identical rows.
     ent = (
         counts.join(sizes, "cluster_id")
         .groupBy("cluster_id")
-        .agg(
-            F.sum(-p * F.log2(p)).alias("H"),
-            F.sum("c").alias("T"),
-            F.first("cluster_size").alias("n"),
+        .agg(F.array_sort(F.collect_list("c")).alias("cs"), F.first("cluster_size").alias("n"))
+        .select(
+            "cluster_id",
+            "n",
+            F.aggregate(
+                "cs", F.lit(0.0),
+                lambda acc, c: acc - (c / F.col("n")) * F.log2(c / F.col("n")),
+            ).alias("H"),
+            F.aggregate("cs", F.lit(0).cast("long"), lambda acc, c: acc + c).alias("T"),
         )
     )
     base = F.col("T") / F.col("n") * F.log2(F.col("n"))

@@ -295,6 +295,11 @@ def test_bad_bytes_control_chars_and_huge_fields_are_quarantined_not_published(t
         "encoding": 1, "control_char": 1, "field_too_long": 1}
     q = {r["line_number"]: r for r in spark.read.parquet(str(out / "quarantine" / DS)).collect()}
     assert q[3]["reason"] == "encoding" and "UTF-8" in q[3]["detail"]
+    # the quarantine is valid UTF-8 for every reader, not only Spark: the bad bytes are U+FFFD
+    import pyarrow.parquet as pq
+
+    rows = {r["line_number"]: r for r in pq.read_table(out / "quarantine" / DS).to_pylist()}
+    assert rows[3]["raw"] == "rec-2-org,j\ufffdrg,m\ufffdller,2,high street,,perth,6000,wa,19800101,222"
     assert q[4]["reason"] == "control_char"
     assert q[5]["reason"] == "field_too_long" and "1000000 characters" in q[5]["detail"]
     assert len(q[5]["raw"]) == 2_000

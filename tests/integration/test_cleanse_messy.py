@@ -103,8 +103,9 @@ def test_tab_file_in_a_comma_feed_is_quarantined_whole_and_a_tab_source_flows(tm
     m = run(job, spark, tmp_path / "landing", out)
     assert (m["rows_in"], m["rows_curated"], m["rows_quarantined"]) == (3, 1, 2)
     assert m["quarantined_by_reason"]["bad_header"] == 2
-    assert {(Path(r["source_file"]).name, r["line_number"]) for r in quarantined(spark, out)} == {
-        ("tabs.csv", 1), ("tabs.csv", 2)}
+    q = quarantined(spark, out)
+    assert {(Path(r["source_file"]).name, r["line_number"]) for r in q} == {("tabs.csv", 1), ("tabs.csv", 2)}
+    assert all("looks tab-separated" in r["detail"] for r in q)
 
     # the same tab file flows when its source declares the delimiter
     config = tmp_path / "config"
@@ -171,3 +172,23 @@ def test_non_latin_names_stay_meaningful_tokens(tmp_path, spark, job):
     # a hyphenated double surname splits into its two names (Splitter), or is one token (Compress)
     split = tokenize(refs, LinkageProfile(tokenizerType="Splitter")).filter("record_id = 'rec-1-org'").first()
     assert split["tokens"] == ["ИВАН", "ПЕТРОВ", "СИДОРОВ"]
+
+
+def test_a_huge_first_line_quarantines_its_file_and_the_others_flow(tmp_path, spark, job):
+    """A 5 MB first line with no newline (a dump, not a CSV) is not a header:
+    the file is quarantined whole with a short detail, never a crash; the
+    good file of the same night flows."""
+    day = tmp_path / "landing" / "febrl" / DS
+    day.mkdir(parents=True)
+    (day / "good.csv").write_text("\n".join([HEADER, row(1), row(2)]) + "\n")
+    (day / "blob.csv").write_text("x" * 5_000_000)
+    (day / "wide.csv").write_text(",".join(["y" * 200_000] * 2) + "\n" + row(3) + "\n")
+    out = tmp_path / "out"
+    m = run(job, spark, tmp_path / "landing", out)
+    assert (m["rows_in"], m["rows_curated"], m["rows_quarantined"]) == (5, 2, 3)
+    assert m["quarantined_by_reason"]["bad_header"] == 3
+    q = quarantined(spark, out)
+    assert {(Path(r["source_file"]).name, r["line_number"]) for r in q} == {
+        ("blob.csv", 1), ("wide.csv", 1), ("wide.csv", 2)}
+    assert all(r["reason"] == "bad_header" and len(r["detail"]) < 500 and len(r["raw"]) <= 2_000 for r in q)
+    assert set(curated(spark, out)) == {"rec-1-org", "rec-2-org"}

@@ -53,3 +53,25 @@ def test_pairwise_none_without_truth(spark):
 def test_metrics_from_counts_zero_safe():
     assert metrics_from_counts(0, 0, 0)["f1"] == 0.0
     assert metrics_from_counts(3, 4, 6)["f1"] == pytest.approx(round(2 * 0.75 * 0.5 / 1.25, 4))
+
+
+def test_quality_does_not_depend_on_partitioning(spark):
+    """The entropy sum runs in sorted order, so the same clusters give bit-identical
+    quality however the rows are partitioned (a rerun publishes identical rows)."""
+    import random
+
+    rnd = random.Random(7)
+    words = [f"T{i}" for i in range(60)]
+    rows, tokens = [], []
+    for c in range(40):
+        for r in range(rnd.randint(2, 9)):
+            rid = f"c{c}r{r}"
+            rows.append((rid, f"c{c}"))
+            tokens.append((rid, rnd.sample(words, rnd.randint(3, 15))))
+    results = []
+    for parts in (1, 3, 8):
+        assign = spark.createDataFrame(rows, "record_id string, cluster_id string").repartition(parts)
+        toks = spark.createDataFrame(list(reversed(tokens)), "record_id string, tokens array<string>").repartition(parts)
+        results.append({r.cluster_id: r.quality for r in cluster_quality(assign, toks).collect()})
+    assert results[0] == results[1] == results[2]  # exact, not approx
+    assert len(results[0]) == 40 and all(0.0 <= q <= 1.0 for q in results[0].values())

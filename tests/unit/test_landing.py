@@ -65,3 +65,52 @@ def test_unknown_dataset_and_bad_parts_are_refused(tmp_path):
         land_febrl("febrl9", "2025-01-01", tmp_path)
     with pytest.raises(ValueError, match="parts"):
         land_febrl("febrl1", "2025-01-01", tmp_path, parts=0)
+
+
+# --- the demo command line (plugins/washline/demo.py) -----------------------
+
+
+def _demo(capsys, *argv):
+    from washline.demo import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def test_demo_land_outside_the_data_root_is_a_one_line_usage_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("WASHLINE_DATA", str(tmp_path / "data"))
+    code, out, err = _demo(capsys, "land", "--landing", "../../etc", "--ds", "2025-01-01")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("washline.demo land: error: argument --landing: path '../../etc'")
+    assert "outside the data root" in err
+    assert not (tmp_path / "etc").exists()
+
+
+def test_demo_bad_ds_says_why(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
+    code, _, err = _demo(capsys, "land", "--ds", "2025-02-30")
+    assert code == 2 and err.count("\n") == 1
+    assert "2025-02-30 is not a valid YYYY-MM-DD date: day is out of range for month" in err
+    assert "invalid validate_ds value" not in err
+    code, _, err = _demo(capsys, "summary", "--ds", "2025-2-3")
+    assert code == 2 and "2025-2-3 is not a valid YYYY-MM-DD date" in err
+
+
+def test_demo_help_says_the_landing_path_must_be_inside_the_data_root(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
+    code, out, _ = _demo(capsys, "land", "--help")
+    assert code == 0
+    text = " ".join(out.split())
+    assert "must be inside the data root ($WASHLINE_DATA" in text
+    assert str(tmp_path) in "".join(out.split())  # the data root in force (argparse may wrap it)
+
+
+def test_demo_land_inside_the_data_root_still_works(tmp_path, monkeypatch, capsys):
+    from washline.demo import main
+
+    monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
+    assert main(["land", "--dataset", "febrl1", "--ds", "2025-01-01", "--landing", "in"]) == 0
+    assert sorted((tmp_path / "in" / "febrl" / "2025-01-01").glob("*.csv"))

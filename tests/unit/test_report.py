@@ -2,10 +2,21 @@ from __future__ import annotations
 
 import json
 
-from washline.report import build_summary, render, write_json_atomic
+from datetime import datetime, timezone
+
+from washline.report import build_summary, read_cleanse_metrics, render, write_json_atomic
 
 CLEANSE = {"rows_in": 10, "rows_curated": 9, "rows_quarantined": 1,
-           "quarantined_by_reason": {"column_count": 1, "malformed": 0}, "task_seconds": 12.5}
+           "quarantined_by_reason": {"column_count": 1, "malformed": 0},
+           "fixed_by_rule": {"bad_date": 5, "bad_postcode": 0, "bad_phone": 2}, "task_seconds": 12.5}
+#: what the cleanse job writes when every row is quarantined (a tab file in a comma feed);
+#: the operator then fails "no valid rows", so the cleanse task pushes no XCom.
+ALL_QUARANTINED = {"ds": "2025-01-01", "rows_in": 201, "rows_curated": 0, "rows_quarantined": 201,
+                   "quarantined_by_reason": {"bad_header": 201, "malformed": 0},
+                   "fixed_by_rule": {"bad_date": 0, "bad_postcode": 0, "bad_phone": 0},
+                   "finished_at": "2025-01-02T02:00:07+00:00", "seconds": 3.2}
+NO_VALID_ROWS = ("no valid rows for 2025-01-01: 201 row(s) in, 201 quarantined "
+                 "{'bad_header': 201, 'malformed': 0}")
 LINK = {"clusters": 5, "singletons": 2, "largest_cluster": 3, "task_seconds": 20.0,
         "pairwise": {"precision": 0.9, "recall": 0.8, "f1": 0.847, "tp": 4, "predicted_pairs": 5, "true_pairs": 5}}
 LOAD = {"rows": {"staging_records": 9}, "seconds": 0.4}
@@ -19,11 +30,16 @@ def test_published_run_reports_counts_f1_and_seconds():
                                            "publish": {"rows": {"published_records": 9}, "seconds": 0.2}})
     assert s["published"] and s["not_published_because"] == []
     assert s["rows"] == {"in": 10, "curated": 9, "quarantined": 1,
-                         "quarantined_by_reason": {"column_count": 1, "malformed": 0}, "loaded": 9, "published": 9}
+                         "quarantined_by_reason": {"column_count": 1, "malformed": 0},
+                         "fixed_by_rule": {"bad_date": 5, "bad_postcode": 0, "bad_phone": 2},
+                         "loaded": 9, "published": 9}
     assert s["pairwise"]["f1"] == 0.847
+    assert s["checks"]["integrity_findings"] == 0
     assert s["seconds"]["cleanse"] == 12.5 and s["seconds"]["publish"] == 0.2
     text = render(s)
     assert "F1 0.8470" in text and "column_count 1" in text and "malformed" not in text
+    # values fixed (kept, not quarantined): the non-zero rules only
+    assert "values fixed     7  bad_date 5, bad_phone 2" in text and "bad_postcode" not in text
 
 
 def test_failed_check_is_named_as_the_reason_nothing_was_published():
@@ -70,3 +86,52 @@ def test_integrity_reason_quotes_the_first_finding():
                                            "check_quality": QUALITY})
     assert s["not_published_because"] == [
         "check_integrity verdict FAIL; first finding: Page 7: btreeInitPage() returns error code 11"]
+
+
+def test_all_quarantined_night_counts_rows_by_reason_from_the_metrics_file():
+    # cleanse failed ("no valid rows"), so there is no cleanse XCom; the job's
+    # metrics file still says what came in and why every row was quarantined.
+    s = build_summary("2025-01-01", "r1", {"cleanse": None}, {"cleanse": NO_VALID_ROWS},
+                      cleanse_metrics=ALL_QUARANTINED)
+    assert s["rows"]["in"] == 201 and s["rows"]["curated"] == 0 and s["rows"]["quarantined"] == 201
+    assert s["rows"]["quarantined_by_reason"] == {"bad_header": 201, "malformed": 0}
+    assert s["rows"]["fixed_by_rule"] == {"bad_date": 0, "bad_postcode": 0, "bad_phone": 0}
+    assert s["not_published_because"] == [NO_VALID_ROWS]
+    text = render(s)
+    assert "rows in          201" in text and "quarantined      201  bad_header 201" in text
+    assert "None" not in text
+
+
+def test_the_cleanse_xcom_wins_over_the_metrics_file():
+    s = build_summary("2025-01-01", "r1", {"cleanse": CLEANSE}, cleanse_metrics=ALL_QUARANTINED)
+    assert s["rows"]["in"] == 10
+
+
+def test_integrity_findings_are_null_when_the_check_did_not_run():
+    s = build_summary("2025-01-01", "r1", {"cleanse": CLEANSE, "link": LINK}, {"load_staging": "boom"})
+    assert s["checks"]["integrity"] is None and s["checks"]["integrity_findings"] is None
+    text = render(s)
+    assert "integrity        no result" in text and "None" not in text
+    # a check that ran and found something still counts its findings
+    s = build_summary("2025-01-01", "r1", {"check_integrity": {"verdict": "FAIL", "findings": [{}, {}]}})
+    assert s["checks"]["integrity_findings"] == 2
+
+
+def test_old_summaries_without_fixed_by_rule_still_render():
+    s = build_summary("2025-01-01", "r1", {"cleanse": CLEANSE})
+    del s["rows"]["fixed_by_rule"]
+    assert "values fixed" not in render(s)
+
+
+def test_read_cleanse_metrics_only_returns_this_run_s_file(tmp_path):
+    path = tmp_path / "2025-01-01.metrics.json"
+    assert read_cleanse_metrics(path, "2025-01-01") is None  # missing
+    path.write_text("{not json")
+    assert read_cleanse_metrics(path, "2025-01-01") is None  # half written / unreadable
+    write_json_atomic(path, ALL_QUARANTINED)
+    assert read_cleanse_metrics(path, "2025-01-01") == ALL_QUARANTINED
+    assert read_cleanse_metrics(path, "2025-01-02") is None  # another date's figures
+    started = datetime(2025, 1, 2, 2, 0, 7, 400000, tzinfo=timezone.utc)  # same second: still this run's
+    assert read_cleanse_metrics(path, "2025-01-01", not_before=started) == ALL_QUARANTINED
+    later = datetime(2025, 1, 3, 2, 0, tzinfo=timezone.utc)  # written by an earlier run of the date
+    assert read_cleanse_metrics(path, "2025-01-01", not_before=later) is None

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from datetime import datetime, timezone
+from types import SimpleNamespace
+
 import pytest
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
@@ -11,11 +15,15 @@ from washline.paths import ParamError
 
 
 class FakeTI:
-    def __init__(self):
+    def __init__(self, xcoms=None):
         self.pushed = {}
+        self.xcoms = xcoms or {}  # (task_id, key) -> value
 
     def xcom_push(self, key, value):
         self.pushed[key] = value
+
+    def xcom_pull(self, task_ids, key="return_value"):
+        return self.xcoms.get((task_ids, key))
 
 
 def context(**params):
@@ -65,6 +73,45 @@ def test_missing_landing_folder_fails_before_spark(tmp_path, monkeypatch):
     with pytest.raises(AirflowFailException, match="no input for 2025-01-01"):
         op.execute(ctx)
     assert ctx["ti"].pushed["error"].startswith("no input for 2025-01-01")
+
+
+NO_VALID_ROWS = "no valid rows for 2025-01-01: 201 row(s) in, 201 quarantined {'bad_header': 201}"
+ALL_QUARANTINED = {"ds": "2025-01-01", "rows_in": 201, "rows_curated": 0, "rows_quarantined": 201,
+                   "quarantined_by_reason": {"bad_header": 201, "malformed": 0},
+                   "fixed_by_rule": {"bad_date": 0, "bad_postcode": 0, "bad_phone": 0},
+                   "finished_at": "2025-01-02T02:00:30+00:00"}
+
+
+def _report_after_cleanse_failed(tmp_path, monkeypatch, started):
+    monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
+    metrics = tmp_path / "lake" / "curated" / "2025-01-01.metrics.json"
+    metrics.parent.mkdir(parents=True)
+    metrics.write_text(json.dumps(ALL_QUARANTINED))
+    ctx = context()
+    ctx["ti"] = FakeTI({("cleanse", "error"): NO_VALID_ROWS})  # no cleanse return value
+    ctx["dag_run"] = SimpleNamespace(start_date=started)
+    with pytest.raises(AirflowFailException, match="was not published: no valid rows"):
+        tasks.report(ctx)
+    return json.loads((tmp_path / "lake" / "reports" / "2025-01-01" / "run_summary.json").read_text())
+
+
+def test_report_counts_rows_from_the_cleanse_metrics_when_every_row_was_quarantined(tmp_path, monkeypatch):
+    summary = _report_after_cleanse_failed(tmp_path, monkeypatch,
+                                           datetime(2025, 1, 2, 2, 0, tzinfo=timezone.utc))
+    assert summary["rows"]["in"] == 201 and summary["rows"]["quarantined"] == 201
+    assert summary["rows"]["curated"] == 0
+    assert summary["rows"]["quarantined_by_reason"]["bad_header"] == 201
+    assert summary["rows"]["fixed_by_rule"] == ALL_QUARANTINED["fixed_by_rule"]
+    assert summary["checks"]["integrity"] is None and summary["checks"]["integrity_findings"] is None
+    assert summary["not_published_because"] == [NO_VALID_ROWS]
+
+
+def test_report_ignores_a_metrics_file_from_an_earlier_run_of_the_date(tmp_path, monkeypatch):
+    # e.g. the date was run before; this run failed before the job started
+    # (no input), so the file on disk is not this run's.
+    summary = _report_after_cleanse_failed(tmp_path, monkeypatch,
+                                           datetime(2025, 1, 3, 9, 0, tzinfo=timezone.utc))
+    assert summary["rows"]["in"] is None and summary["rows"]["quarantined_by_reason"] is None
 
 
 def SparkSubmitOperatorBase():
