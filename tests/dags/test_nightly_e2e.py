@@ -68,8 +68,8 @@ def published(data):
     conn = sqlite3.connect(data / "staging" / "washline.db")
     try:
         recs = conn.execute("SELECT record_id FROM published_records WHERE ds = ? ORDER BY record_id", (DS,)).fetchall()
-        links = conn.execute("SELECT record_id, cluster_id FROM published_links WHERE ds = ? ORDER BY record_id",
-                             (DS,)).fetchall()
+        links = conn.execute("SELECT record_id, cluster_id, iteration, mu, quality, cluster_size FROM published_links "
+                             "WHERE ds = ? ORDER BY record_id", (DS,)).fetchall()
         orphans = conn.execute(
             "SELECT COUNT(*) FROM published_records r LEFT JOIN published_links l "
             "ON l.ds = r.ds AND l.record_id = r.record_id WHERE r.ds = ? AND l.cluster_id IS NULL", (DS,)).fetchone()[0]
@@ -167,4 +167,4 @@ def test_rerun_on_standalone_cluster_publishes_identical_rows(run_env, first_run
     # the jobs may add the logical date to the application name
     assert any(a.startswith("washline-cleanse") for a in apps) and any(a.startswith("washline-link") for a in apps), apps
     recs2, links2, _ = published(data)
-    assert recs2 == recs and links2 == links  # same rows as local[2], no duplicates
+    assert recs2 == recs and links2 == links  # same rows as local[2], bit for bit (quality too), no duplicates
