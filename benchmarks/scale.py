@@ -40,7 +40,7 @@ PRODUCT_PY = os.environ.get("WASHLINE_PYTHON", str(REPO / ".venv" / "bin" / "pyt
 def measure(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, float, str]:
     """Run ``cmd``; return (wall seconds, peak tree RSS in GiB, stdout)."""
     t0 = time.time()
-    proc = psutil.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = psutil.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = [0]
     done = threading.Event()
 
@@ -61,9 +61,12 @@ def measure(cmd: list[str], cwd: Path | None = None, env: dict | None = None) ->
 
     th = threading.Thread(target=sample, daemon=True)
     th.start()
-    out, _ = proc.communicate()
+    out, err = proc.communicate()
     done.set()
     th.join()
+    for line in err.splitlines():  # the engine's per-stage progress lines go to stderr
+        if line.startswith("[hdwm]"):
+            print(line, file=sys.stderr)
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[:4]} exited {proc.returncode}")
     return time.time() - t0, peak[0] / 2**30, out

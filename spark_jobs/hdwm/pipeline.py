@@ -27,6 +27,7 @@ exactly what re-blocking them would give.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -57,7 +58,8 @@ LINKS_SCHEMA = T.StructType(
 
 
 def _say(msg: str) -> None:
-    print(f"[hdwm] {msg}", flush=True)
+    """Progress line ``[hdwm] msg`` on stderr (stdout stays for results) and in the log."""
+    print(f"[hdwm] {msg}", file=sys.stderr, flush=True)
     log.info(msg)
 
 

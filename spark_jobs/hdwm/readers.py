@@ -43,12 +43,17 @@ def read_dwm(path: str | Path) -> pd.DataFrame:
 
 
 def read_csv_refs(path: str | Path) -> pd.DataFrame:
-    """Read a CSV with a header: first column = record id; a ``truth_entity``
+    """Read a CSV with a header: the column named ``record_id`` (or ``rec_id``,
+    ``RecID``), else the first column = record id; a ``truth_entity``
     column (if any) is the truth; every other column is reference text
     (joined by spaces, empty cells skipped)."""
     df = pd.read_csv(io.StringIO("\n".join(_lines(path))), dtype=str, keep_default_na=False)
-    idc = df.columns[0]
-    attrs = [c for c in df.columns[1:] if c != "truth_entity"]
+    named = [c for c in df.columns if str(c).strip().lower() in ("record_id", "rec_id", "recid")]
+    idc = named[0] if named else df.columns[0]
+    attrs = [c for c in df.columns if c not in (idc, "truth_entity")]
+    if df.empty:
+        cols = ["record_id", "text"] + (["truth_entity"] if "truth_entity" in df.columns else [])
+        return pd.DataFrame(columns=cols, dtype=object)
     out = pd.DataFrame({"record_id": df[idc].str.strip()})
     out["text"] = df[attrs].apply(lambda r: " ".join(v for v in r if v), axis=1) if attrs else ""
     if "truth_entity" in df.columns:
