@@ -42,7 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .config import LinkageProfile
-from .evidence import evidence_columns, evidence_score
+from .evidence import evidence_columns, evidence_score, shared_identifiers
 
 
 def comparison_tokens(
@@ -74,6 +74,20 @@ def comparison_tokens(
     n = float(n_refs or 1)
     lead, nums = evidence_columns("tokens", profile.identifierMinLen)
     ev = tokens.select("record_id", lead, nums)
+    # washline household evidence: household identifiers per reference, and
+    # whether the given name (first name token) is a standard (frequent) token
+    if profile.householdIdentifierRule:
+        ev = ev.join(shared_identifiers(ev, profile), "record_id", "left")
+    else:
+        ev = ev.withColumn("shared", F.lit(None).cast("array<string>"))
+    gfreq = freq.select(F.col("token").alias("g"), F.col("freq").alias("gfreq"))
+    ev = (
+        ev.withColumn("g", F.when(F.size("lead") >= 2, F.col("lead")[0]))
+        .join(gfreq, "g", "left")
+        .select("record_id", "lead", "nums",
+                F.coalesce("shared", F.array().cast("array<string>")).alias("shared"),
+                F.coalesce(F.col("gfreq") >= profile.minFreqStdToken, F.lit(False)).alias("gstd"))
+    )
     kept = (
         ex.join(freq, "token")
         .filter(cond)
@@ -100,6 +114,8 @@ def comparison_tokens(
             F.coalesce("cweights", F.array().cast("array<double>")).alias("cweights"),
             "lead",
             "nums",
+            "shared",
+            "gstd",
         )
     )
 
@@ -412,7 +428,7 @@ def score_with_profile(a, wa, b, wb, profile: LinkageProfile, ev_a=None, ev_b=No
     Returns a float in [0, 1].
     """
     if ev_a is not None and ev_b is not None and uses_evidence(profile):
-        verdict = evidence_score(ev_a[0], ev_a[1], ev_b[0], ev_b[1], profile)
+        verdict = evidence_score(ev_a[0], ev_a[1], ev_b[0], ev_b[1], profile, *_household(ev_a, ev_b))
         if verdict is not None:
             return verdict
     args = (profile.matrixNumTokenRule, profile.matrixInitialRule, profile.initialRuleMode)
@@ -430,6 +446,13 @@ def score_with_profile(a, wa, b, wb, profile: LinkageProfile, ev_a=None, ev_b=No
 WEIGHTED_COMPARATORS = ("WeightedTokenMatch", "Cosine", "MongeElkan")
 
 
+def _household(ev_a, ev_b) -> tuple:
+    """(shared_a, shared_b, std_a, std_b) from 4-tuples ``(lead, nums, shared, gstd)``; empty for 2-tuples."""
+    if len(ev_a) >= 4 and len(ev_b) >= 4:
+        return ev_a[2], ev_b[2], bool(ev_a[3]), bool(ev_b[3])
+    return None, None, False, False
+
+
 def make_score_udf(profile: LinkageProfile):
     """Build the pandas UDF ``score(array<string>, array<string>) -> double``.
 
@@ -444,14 +467,16 @@ def make_score_udf(profile: LinkageProfile):
 
     if uses_evidence(profile):
         @F.pandas_udf(T.DoubleType())
-        def escore(left: pd.Series, lw: pd.Series, ll: pd.Series, ln: pd.Series,
-                   right: pd.Series, rw: pd.Series, rl: pd.Series, rn: pd.Series) -> pd.Series:
+        def escore(left: pd.Series, lw: pd.Series, ll: pd.Series, ln: pd.Series, ls: pd.Series, lg: pd.Series,
+                   right: pd.Series, rw: pd.Series, rl: pd.Series, rn: pd.Series, rs: pd.Series,
+                   rg: pd.Series) -> pd.Series:
             out = np.fromiter(
                 (
-                    score_with_profile(x, xw, y, yw, profile, (xl, xn), (yl, yn))
-                    for x, xw, xl, xn, y, yw, yl, yn in zip(
-                        left.to_numpy(), lw.to_numpy(), ll.to_numpy(), ln.to_numpy(),
-                        right.to_numpy(), rw.to_numpy(), rl.to_numpy(), rn.to_numpy())
+                    score_with_profile(x, xw, y, yw, profile, (xl, xn, xs, xg), (yl, yn, ys, yg))
+                    for x, xw, xl, xn, xs, xg, y, yw, yl, yn, ys, yg in zip(
+                        left.to_numpy(), lw.to_numpy(), ll.to_numpy(), ln.to_numpy(), ls.to_numpy(),
+                        lg.to_numpy(), right.to_numpy(), rw.to_numpy(), rl.to_numpy(), rn.to_numpy(),
+                        rs.to_numpy(), rg.to_numpy())
                 ),
                 dtype=np.float64,
                 count=len(left),
@@ -502,14 +527,18 @@ def score_pairs(pairs: DataFrame, ctokens: DataFrame, profile: LinkageProfile) -
     evidence = uses_evidence(profile)
     if evidence and "lead" not in ctokens.columns:
         raise ValueError("negative-evidence rules need comparison_tokens' lead/nums columns")
-    extra = ["lead", "nums"] if evidence else []
+    if evidence:
+        for c, empty in (("shared", F.array().cast("array<string>")), ("gstd", F.lit(False))):
+            if c not in ctokens.columns:
+                ctokens = ctokens.withColumn(c, empty)
+    extra = ["lead", "nums", "shared", "gstd"] if evidence else []
     l = ctokens.select(F.col("record_id").alias("id1"), F.col("ctokens").alias("t1"), F.col("cweights").alias("w1"),
                        *[F.col(c).alias(c + "1") for c in extra])
     r = ctokens.select(F.col("record_id").alias("id2"), F.col("ctokens").alias("t2"), F.col("cweights").alias("w2"),
                        *[F.col(c).alias(c + "2") for c in extra])
     j = pairs.join(l, "id1").join(r, "id2")
     if evidence:
-        sc = udf("t1", "w1", "lead1", "nums1", "t2", "w2", "lead2", "nums2")
+        sc = udf("t1", "w1", "lead1", "nums1", "shared1", "gstd1", "t2", "w2", "lead2", "nums2", "shared2", "gstd2")
     else:
         sc = udf("t1", "w1", "t2", "w2") if weighted else udf("t1", "t2")
     return j.select("id1", "id2", sc.alias("score"))

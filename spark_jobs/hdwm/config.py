@@ -168,6 +168,26 @@ class LinkageProfile(BaseModel):
     identifierMaxEdits: int = Field(2, ge=0)
     #: given names with Jaro–Winkler similarity at or above this never conflict.
     givenNameMinSimilarity: float = Field(0.7, ge=0.0, le=1.0)
+    #: washline household evidence (``hdwm.evidence``): a long number held by
+    #: references whose given names conflict (a shared phone line, twins'
+    #: date of birth) is a household identifier, never personal evidence.
+    householdIdentifierRule: bool = False
+    #: washline: both references hold exactly one full date and the dates
+    #: differ by more than one edit -> score 0 (a junior and a senior with the
+    #: same name, address and phone).
+    dateOfBirthConflictRule: bool = False
+    #: washline: JR vs SR (II vs III, ...) in the name part -> score 0.
+    generationConflictRule: bool = False
+    #: washline: two frequent given names with the same first letter that are
+    #: different names (JOHN/JAMES; not a nickname, prefix or typo) conflict.
+    commonGivenNameRule: bool = False
+    #: washline cluster consistency (``hdwm.consistency``): closure never joins
+    #: two groups holding a conflicting pair (cannot-link constrained single
+    #: linkage inside each connected component).
+    clusterConsistency: bool = False
+    #: largest component (references) regrouped by clusterConsistency; larger
+    #: ones are left as they are and counted in the log and metrics.
+    consistencyMaxComponent: int = Field(2000, ge=3)
     mu: float = Field(0.5, ge=0.0, le=1.0)
     muIterate: float = Field(0.10, gt=0.0, le=1.0)
 

@@ -58,6 +58,7 @@ String distances come from rapidfuzz (``JaroWinkler``, ``DamerauLevenshtein``).
 
 from __future__ import annotations
 
+import pandas as pd
 from pyspark.sql import functions as F
 
 #: Common English hypocorisms whose first letter differs from the formal name
@@ -192,28 +193,190 @@ def given_names_agree(lead_a, lead_b) -> bool:
     return JaroWinkler.normalized_similarity(ga, gb) >= 0.85 or same_nickname_group(ga, gb)
 
 
-def conflicting(lead_a, nums_a, lead_b, nums_b, profile) -> bool:
+GENERATION_CLASSES: dict[str, str] = {
+    "JR": "2", "JUN": "2", "JUNIOR": "2", "II": "2", "2ND": "2",
+    "SR": "1", "SEN": "1", "SENIOR": "1",
+    "III": "3", "3RD": "3", "IV": "4", "4TH": "4",
+}
+"""Generation suffixes (name part only) and the generation they name: JR and
+II are the second of a name, SR the first (US naming convention)."""
+
+
+def generation_conflict(lead_a, lead_b) -> bool:
+    """Both name parts carry a generation suffix (``GENERATION_CLASSES``) and they differ (JR vs SR)."""
+    ga = {GENERATION_CLASSES[t] for t in (lead_a if lead_a is not None else ()) if t in GENERATION_CLASSES}
+    gb = {GENERATION_CLASSES[t] for t in (lead_b if lead_b is not None else ()) if t in GENERATION_CLASSES}
+    return bool(ga and gb and not (ga & gb))
+
+
+def date_readings(t: str) -> set[str]:
+    """The ``YYYYMMDD`` readings of an all-digit token that can be a full date.
+
+    Accepted shapes (after ``CompressNbr``/``stripLeadingZeros``): 8 digits as
+    ``YYYYMMDD``, ``MMDDYYYY`` or ``DDMMYYYY``, and 7 digits as ``MDDYYYY`` or
+    ``DMMYYYY`` (a leading zero stripped). Years 1800–2099. Empty when the
+    token is no date.
+    """
+    out: set[str] = set()
+    if not t.isdigit() or len(t) not in (7, 8):
+        return out
+
+    def ok(y: str, m: str, d: str) -> None:
+        if 1800 <= int(y) <= 2099 and 1 <= int(m) <= 12 and 1 <= int(d) <= 31:
+            out.add(f"{y}{int(m):02d}{int(d):02d}")
+
+    if len(t) == 8:
+        ok(t[:4], t[4:6], t[6:])
+        ok(t[4:], t[:2], t[2:4])
+        ok(t[4:], t[2:4], t[:2])
+    else:
+        ok(t[3:], t[:1], t[1:3])
+        ok(t[3:], t[1:3], t[:1])
+    return out
+
+
+def is_date_like(t: str) -> bool:
+    """True when ``t`` reads as a full date in one of the shapes of ``date_readings``."""
+    return is_date_token(t) or bool(date_readings(t))
+
+
+def date_of_birth_conflict(nums_a, nums_b) -> bool:
+    """Each reference holds exactly one full date (``date_readings``) and no
+    reading of one is within one Damerau–Levenshtein edit of a reading of the
+    other (a digit typo or a transposition keeps a date of birth the same).
+
+    One date per reference is taken as its date of birth; a reference with
+    several dates (an event date beside the birth date) says nothing here.
+    """
+    from rapidfuzz.distance import DamerauLevenshtein
+
+    da = [r for r in (date_readings(t) for t in (nums_a if nums_a is not None else ())) if r]
+    db = [r for r in (date_readings(t) for t in (nums_b if nums_b is not None else ())) if r]
+    if len(da) != 1 or len(db) != 1:
+        return False
+    return not any(DamerauLevenshtein.distance(x, y, score_cutoff=1) <= 1 for x in da[0] for y in db[0])
+
+
+def common_given_name_conflict(lead_a, lead_b, std_a: bool, std_b: bool, min_similarity: float = 0.7) -> bool:
+    """Two *standard* given names (both frequent tokens of the input, so neither
+    is a typo) that share a first letter but are different names: Jaro–Winkler
+    below ``min_similarity``, not one nickname group, neither a prefix of the
+    other (JOHN/JAMES, twins or siblings; not JIM/JAMES, ROB/ROBERT)."""
+    from rapidfuzz.distance import JaroWinkler
+
+    if not (std_a and std_b):
+        return False
+    a = list(lead_a if lead_a is not None else ())
+    b = list(lead_b if lead_b is not None else ())
+    if len(a) < 2 or len(b) < 2:
+        return False
+    ga, gb = a[0], b[0]
+    if len(ga) < 3 or len(gb) < 3 or ga == gb or ga[0] != gb[0]:
+        return False
+    if ga.startswith(gb) or gb.startswith(ga) or same_nickname_group(ga, gb):
+        return False
+    if JaroWinkler.normalized_similarity(ga, gb) >= min_similarity:
+        return False
+    # swapped given name and surname
+    if gb in a[1:] or ga in b[1:]:
+        return False
+    return True
+
+
+def conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, shared_b=None,
+                std_a: bool = False, std_b: bool = False) -> bool:
     """True when a profile's negative-evidence rule vetoes the pair.
 
     Args:
         lead_a, lead_b: the references' leading name tokens (``leading_names``).
         nums_a, nums_b: their all-digit tokens with ≥ ``identifierMinLen`` digits.
-        profile: ``givenNameConflictRule``, ``identifierConflictRule``,
-            ``identifierMaxEdits``, ``givenNameMinSimilarity``.
+        profile: the rule switches and thresholds (``givenNameConflictRule``,
+            ``identifierConflictRule``, ``householdIdentifierRule``,
+            ``dateOfBirthConflictRule``, ``generationConflictRule``,
+            ``commonGivenNameRule``, ``identifierMaxEdits``, ``givenNameMinSimilarity``).
+        shared_a, shared_b: the long numbers of each reference that are
+            household identifiers (``shared_identifiers``); with
+            ``householdIdentifierRule`` they never count as personal evidence.
+        std_a, std_b: the given name (first name token) is a standard token
+            (frequency ≥ ``minFreqStdToken``), for ``commonGivenNameRule``.
     """
     na = list(nums_a if nums_a is not None else ())
     nb = list(nums_b if nums_b is not None else ())
+    if getattr(profile, "householdIdentifierRule", False):
+        shared = set(shared_a if shared_a is not None else ()) | set(shared_b if shared_b is not None else ())
+        if shared:
+            na = [t for t in na if t not in shared]
+            nb = [t for t in nb if t not in shared]
     k = profile.identifierMaxEdits
-    if profile.givenNameConflictRule and given_name_conflict(lead_a, lead_b, profile.givenNameMinSimilarity):
-        if not (na and nb and _numbers_agree(na, nb, k)):
-            return True
+    name_conflict = profile.givenNameConflictRule and (
+        given_name_conflict(lead_a, lead_b, profile.givenNameMinSimilarity)
+        or (getattr(profile, "commonGivenNameRule", False)
+            and common_given_name_conflict(lead_a, lead_b, std_a, std_b, profile.givenNameMinSimilarity))
+    )
+    if name_conflict and not (na and nb and _numbers_agree(na, nb, k)):
+        return True
+    if getattr(profile, "generationConflictRule", False) and generation_conflict(lead_a, lead_b):
+        return True
+    ia = [t for t in na if not is_date_like(t)]
+    ib = [t for t in nb if not is_date_like(t)]
+    if getattr(profile, "dateOfBirthConflictRule", False) and date_of_birth_conflict(nums_a, nums_b):
+        # a junior and a senior: same name, same address and phone, another date
+        # of birth (Fellegi-Sunter: a disagreeing date of birth weighs heavily)
+        return True
     if profile.identifierConflictRule:
-        ia = [t for t in na if not is_date_token(t)]
-        ib = [t for t in nb if not is_date_token(t)]
         # no long number agrees (identifiers, and dates: a shared date of birth lifts the veto)
         if ia and ib and not _numbers_agree(na, nb, k) and not given_names_agree(lead_a, lead_b):
             return True
     return False
+
+
+def shared_identifiers(features, profile):
+    """Household identifiers: long numbers held by references whose given names conflict.
+
+    A phone line or a date of birth shared by a couple, twins or flatmates is
+    evidence of a household, not of a person, and must neither lift a
+    given-name veto nor make an identifier match. Found by shape and data
+    alone: a long number (≥ ``identifierMinLen`` digits) is *shared* when the
+    references holding it carry at least two given names that conflict
+    (``given_name_conflict`` on the leading names; at most 50 distinct given
+    names per number are looked at).
+
+    Args:
+        features: DataFrame (``record_id``, ``lead`` array<string>, ``nums`` array<string>).
+    Returns:
+        DataFrame (``record_id``, ``shared`` array<string>) for the references
+        holding at least one shared number.
+    """
+    ex = features.filter(F.size("lead") >= 2).select(
+        "record_id", F.col("lead"), F.explode(F.array_distinct("nums")).alias("num")
+    )
+    per = ex.groupBy("num").agg(F.slice(F.array_sort(F.collect_set("lead")), 1, 50).alias("leads"))
+    per = per.filter(F.size("leads") >= 2)
+    sim = profile.givenNameMinSimilarity
+
+    @F.pandas_udf("boolean")
+    def any_conflict(leads: pd.Series) -> pd.Series:
+        out = []
+        for ls in leads:
+            ls = [list(x) for x in ls]
+            hit = False
+            for i in range(len(ls)):
+                for j in range(i + 1, len(ls)):
+                    if given_name_conflict(ls[i], ls[j], sim):
+                        hit = True
+                        break
+                if hit:
+                    break
+            out.append(hit)
+        return pd.Series(out, dtype=bool)
+
+    shared_nums = per.filter(any_conflict("leads")).select("num")
+    return (
+        features.select("record_id", F.explode(F.array_distinct("nums")).alias("num"))
+        .join(shared_nums, "num")
+        .groupBy("record_id")
+        .agg(F.array_sort(F.collect_list("num")).alias("shared"))
+    )
 
 
 def evidence_columns(tokens_col: str = "tokens", min_len: int = 7):
@@ -227,20 +390,27 @@ def evidence_columns(tokens_col: str = "tokens", min_len: int = 7):
     return lead.alias("lead"), nums.alias("nums")
 
 
-def identifier_match(lead_a, nums_a, lead_b, nums_b, max_edits: int = 1) -> bool:
+def identifier_match(lead_a, nums_a, lead_b, nums_b, max_edits: int = 1, shared_a=None, shared_b=None) -> bool:
     """Given names agree (``given_names_agree``) and two identifiers (long
-    numbers that are not ``YYYYMMDD`` dates) are within ``max_edits`` edits."""
-    ia = [t for t in (nums_a if nums_a is not None else ()) if not is_date_token(t)]
-    ib = [t for t in (nums_b if nums_b is not None else ()) if not is_date_token(t)]
+    numbers that are not ``YYYYMMDD`` dates, nor household identifiers listed
+    in ``shared_a``/``shared_b``) are within ``max_edits`` edits."""
+    shared = set(shared_a if shared_a is not None else ()) | set(shared_b if shared_b is not None else ())
+    ia = [t for t in (nums_a if nums_a is not None else ()) if not is_date_like(t) and t not in shared]
+    ib = [t for t in (nums_b if nums_b is not None else ()) if not is_date_like(t) and t not in shared]
     return bool(ia and ib and _numbers_agree(ia, ib, max_edits) and given_names_agree(lead_a, lead_b))
 
 
-def evidence_score(lead_a, nums_a, lead_b, nums_b, profile):
+def evidence_score(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, shared_b=None,
+                   std_a: bool = False, std_b: bool = False):
     """The negative/positive evidence verdict for a pair: ``0.0`` (vetoed by
     ``conflicting``), ``1.0`` (``identifierMatchRule`` fires) or ``None``
     (no rule decides; the comparator's score stands)."""
-    if conflicting(lead_a, nums_a, lead_b, nums_b, profile):
+    if conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a, shared_b, std_a, std_b):
         return 0.0
-    if profile.identifierMatchRule and identifier_match(lead_a, nums_a, lead_b, nums_b, profile.identifierMatchMaxEdits):
+    if not getattr(profile, "householdIdentifierRule", False):
+        shared_a = shared_b = None
+    if profile.identifierMatchRule and identifier_match(
+        lead_a, nums_a, lead_b, nums_b, profile.identifierMatchMaxEdits, shared_a, shared_b
+    ):
         return 1.0
     return None

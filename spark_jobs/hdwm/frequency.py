@@ -22,6 +22,16 @@ def token_frequencies(tokens: DataFrame) -> DataFrame:
     )
 
 
+def raw_frequencies(refs: DataFrame, profile: LinkageProfile) -> DataFrame:
+    """(``record_id``, ``text``) → (``token``, ``freq``): the profile's tokens
+    (``hdwm.tokenizer.tokenize``) counted before global correction – the counts
+    an entity registry keeps and adds each night's counts to, and that
+    ``hdwm.pipeline.link_references(frequencies=…)`` takes."""
+    from .tokenizer import tokenize
+
+    return token_frequencies(tokenize(refs, profile))
+
+
 def deletion_keys(col: str):
     """Column array<string>: the token in ``col`` plus every one-character deletion.
 

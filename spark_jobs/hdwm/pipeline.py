@@ -27,6 +27,7 @@ exactly what re-blocking them would give.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 import sys
 import time
 
@@ -37,6 +38,7 @@ from pyspark.sql import types as T
 from .blocking import block_stats, build_blocks
 from .closure import connected_components
 from .compare import comparison_tokens, score_pairs
+from .consistency import consistent_clusters
 from .config import LinkageProfile, load_profile
 from .frequency import apply_corrections, correction_map, token_frequencies
 from .metrics import pairwise_metrics
@@ -78,20 +80,115 @@ def _freeze(df: DataFrame, reliable: bool = False) -> DataFrame:
     return df.localCheckpoint(eager=True)
 
 
+PAIRS_SCHEMA = T.StructType(
+    [
+        T.StructField("record_id_a", T.StringType(), False),
+        T.StructField("record_id_b", T.StringType(), False),
+        T.StructField("score", T.DoubleType(), False),
+        T.StructField("iteration", T.IntegerType(), False),
+        T.StructField("accepted", T.BooleanType(), False),
+        T.StructField("agreeing", T.ArrayType(T.StringType()), True),
+        T.StructField("conflicting", T.ArrayType(T.StringType()), True),
+    ]
+)
+
+#: rejected pairs this far below mu (score units) are kept in the pairs output as close calls
+NEAR_MISS_BAND = 0.10
+
+
+@dataclass
+class LinkageResult:
+    """What ``link_references`` returns.
+
+    ``links``: one row per reference (``LINKS_SCHEMA``). ``pairs``: the
+    why-linked output (``PAIRS_SCHEMA``): every link inside an accepted
+    cluster (``accepted`` true, at the iteration that accepted it) and every
+    close call, a scored pair of two still-unassigned references with
+    ``mu − NEAR_MISS_BAND ≤ score < mu`` (``accepted`` false); ``agreeing`` =
+    comparison tokens both hold, ``conflicting`` = comparison tokens only one
+    holds. ``metrics``: as ``run_linkage``.
+    """
+
+    links: DataFrame
+    pairs: DataFrame
+    metrics: dict
+
+
+def _decision_pairs(df: DataFrame | None) -> DataFrame | None:
+    """Normalise a human-decision frame to distinct (``id1`` < ``id2``) string pairs."""
+    if df is None:
+        return None
+    a, b = F.col("id1").cast("string"), F.col("id2").cast("string")
+    return (
+        df.select(F.least(a, b).alias("id1"), F.greatest(a, b).alias("id2"))
+        .filter(F.col("id1") != F.col("id2"))
+        .distinct()
+    )
+
+
+def _override(scores: DataFrame, decided: DataFrame | None, value: float) -> DataFrame:
+    """(``id1``, ``id2``, ``score``) with ``score`` set to ``value`` for the pairs in ``decided``."""
+    if decided is None:
+        return scores
+    hit = decided.select("id1", "id2", F.lit(True).alias("_hit"))
+    return scores.join(hit, ["id1", "id2"], "left").select(
+        "id1", "id2", F.when(F.col("_hit"), F.lit(float(value))).otherwise(F.col("score")).alias("score"))
+
+
 def run_linkage(
     spark: SparkSession,
     refs: DataFrame,
     profile: LinkageProfile | str = "default",
     checkpoint_dir: str | None = None,
+    *,
+    frequencies: DataFrame | None = None,
+    reference_count: int | None = None,
+    must_link: DataFrame | None = None,
+    cannot_link: DataFrame | None = None,
 ) -> tuple[DataFrame, dict]:
     """Run HDWM on ``refs`` and return ``(links_df, metrics)``.
 
+    The same as ``link_references(...)`` without the pairs output.
+    """
+    res = link_references(spark, refs, profile, checkpoint_dir, frequencies=frequencies,
+                          reference_count=reference_count, must_link=must_link, cannot_link=cannot_link)
+    return res.links, res.metrics
+
+
+def link_references(
+    spark: SparkSession,
+    refs: DataFrame,
+    profile: LinkageProfile | str = "default",
+    checkpoint_dir: str | None = None,
+    *,
+    frequencies: DataFrame | None = None,
+    reference_count: int | None = None,
+    must_link: DataFrame | None = None,
+    cannot_link: DataFrame | None = None,
+) -> LinkageResult:
+    """Run HDWM on ``refs``; returns ``LinkageResult(links, pairs, metrics)``.
+
     Args:
         spark: the session.
-        refs: DataFrame (``record_id``, ``text``[, ``truth_entity``]).
+        refs: DataFrame (``record_id``, ``text``[, ``truth_entity``]);
+            ``record_id`` is an opaque unique key.
         profile: a ``LinkageProfile`` or a profile name/path.
         checkpoint_dir: directory for reliable checkpoints (``sc.setCheckpointDir``);
             without it local checkpoints are used.
+        frequencies: optional (``token`` string, ``freq`` long) raw token
+            counts (``raw_frequencies``: tokens before global correction)
+            over the whole population ``refs`` is linked against (an entity
+            registry plus the night). Given, they replace the counts over
+            ``refs``, so ``refs`` may be a subset (the night and its
+            candidate neighbourhood) and still see global frequencies; the
+            correction map and blocking use them too.
+        reference_count: references in that population (for
+            ``frequencyScaling`` and IDF weights); default = rows of ``refs``.
+        must_link / cannot_link: optional (``id1``, ``id2``) pairs of
+            ``record_id`` (human decisions): a must-link pair is a candidate
+            scoring 1.0 and is joined before any other link; a cannot-link
+            pair scores 0.0 and two groups holding one are never joined
+            (with ``clusterConsistency``; without it only the pair is vetoed).
 
     Returns:
         links_df (schema ``LINKS_SCHEMA``, checkpointed) and a metrics dict with
@@ -123,8 +220,11 @@ def run_linkage(
         raise ValueError(f"record_id is not unique: {n_refs} rows, {n_ids} distinct ids")
     # washline: beta/sigma scale with the input size (frequencyScaling); every
     # step below sees the effective values, which are logged and reported
-    eff_params = profile.effective_summary(n_refs)
-    profile = profile.effective(n_refs)
+    n_pop = int(reference_count) if reference_count else n_refs
+    if frequencies is not None and n_pop < n_refs:
+        raise ValueError(f"reference_count={n_pop} is smaller than the {n_refs} references being linked")
+    eff_params = profile.effective_summary(n_pop)
+    profile = profile.effective(n_pop)
     _say(f"({time.time() - t0:.1f}s) profile={profile.name} references={n_refs} comparator={profile.comparator} "
          f"beta={profile.beta} sigma={profile.sigma} (frequencyScaling={eff_params['frequencyScaling']} "
          f"x{eff_params['scale']} of beta={eff_params['beta_profile']} sigma={eff_params['sigma_profile']} "
@@ -133,20 +233,43 @@ def run_linkage(
     # every frozen frame is derived from frozen inputs only, so no plan is
     # ever computed twice (tokens → freq → correction map → corrected tokens)
     tokens = _freeze(tokenize(refs, profile))
-    freq = _freeze(token_frequencies(tokens))
+    if frequencies is None:
+        freq = _freeze(token_frequencies(tokens))
+    else:
+        # global (population) frequencies given: the subset sees them, not its own counts
+        freq = _freeze(frequencies.select(F.col("token").cast("string").alias("token"),
+                                          F.col("freq").cast("long").alias("freq")))
     if profile.runGlobalCorrection:
         cmap = _freeze(correction_map(freq, profile))
         n_fix = cmap.count()
         if n_fix:
             tokens = _freeze(apply_corrections(tokens, cmap, profile.removeDuplicateTokens))
-            freq = _freeze(token_frequencies(tokens))
+            if frequencies is None:
+                freq = _freeze(token_frequencies(tokens))
+            else:
+                # corrected population counts: every raw count moves to its replacement
+                freq = _freeze(
+                    freq.join(cmap, "token", "left")
+                    .select(F.coalesce("replacement", "token").alias("token"), "freq")
+                    .groupBy("token").agg(F.sum("freq").cast("long").alias("freq"))
+                )
         _say(f"global correction: {n_fix} rare tokens replaced by a frequent token one edit away ({time.time() - t0:.1f}s since start)")
     frow = freq.agg(
         F.count(F.lit(1)).alias("n"), F.sum(F.when(F.col("freq") >= profile.sigma, 1).otherwise(0)).alias("s")
     ).first()
     n_tokens, stops = int(frow["n"]), int(frow["s"] or 0)
     _say(f"distinct tokens={n_tokens} stop tokens (freq>={profile.sigma})={stops} ({time.time() - t0:.1f}s since start)")
-    ctokens = _freeze(comparison_tokens(tokens, freq, profile, n_refs))
+    ctokens = _freeze(comparison_tokens(tokens, freq, profile, n_pop))
+    ids = refs.select("record_id")
+    must_link = _decision_pairs(must_link)
+    cannot_link = _decision_pairs(cannot_link)
+    if must_link is not None:  # decisions about references of this run only
+        must_link = _freeze(must_link.join(ids.withColumnRenamed("record_id", "id1"), "id1")
+                            .join(ids.withColumnRenamed("record_id", "id2"), "id2").select("id1", "id2"))
+    if cannot_link is not None:
+        cannot_link = _freeze(cannot_link.join(ids.withColumnRenamed("record_id", "id1"), "id1")
+                              .join(ids.withColumnRenamed("record_id", "id2"), "id2").select("id1", "id2"))
+    why = spark.createDataFrame([], "id1 string, id2 string, score double, iteration int, accepted boolean")
 
     cache = spark.createDataFrame([], "id1 string, id2 string, score double")
     assigned = spark.createDataFrame([], LINKS_SCHEMA)
@@ -201,6 +324,12 @@ def run_linkage(
                 .join(done.withColumnRenamed("record_id", "id2"), "id2", "left_anti")
                 .select("id1", "id2")
             )
+        if must_link is not None and not unchanged:
+            # human must-links are candidates whatever the blocking says
+            live = ids.join(assigned.select("record_id"), "record_id", "left_anti")
+            ml = (must_link.join(live.withColumnRenamed("record_id", "id1"), "id1")
+                  .join(live.withColumnRenamed("record_id", "id2"), "id2").select("id1", "id2"))
+            pairs = _freeze(pairs.unionByName(ml).distinct())
         if unchanged:
             bs, n_pairs = prev["bs"], prev["n_pairs"]
         else:
@@ -219,7 +348,8 @@ def run_linkage(
             scored = prev["scored"]  # the same pairs: their scores are known
         else:
             new_pairs = pairs.join(cache.select("id1", "id2"), ["id1", "id2"], "left_anti")
-            cache = _freeze(cache.unionByName(score_pairs(new_pairs, ctokens, profile)))
+            fresh = _override(_override(score_pairs(new_pairs, ctokens, profile), must_link, 1.0), cannot_link, 0.0)
+            cache = _freeze(cache.unionByName(fresh))
             scored = _freeze(pairs.join(cache, ["id1", "id2"]))
         links = _freeze(scored.filter(F.col("score") >= mu - 1e-12))
         n_links = links.count()
@@ -252,23 +382,54 @@ def run_linkage(
             links, checkpoint_interval=profile.ccCheckpointInterval, max_rounds=profile.ccMaxRounds
         )
         comps = _freeze(comps.withColumnRenamed("component", "cluster_id"))
+        if profile.clusterConsistency:
+            # washline: split each component into conflict-free clusters
+            # (hdwm.consistency; cannot-link constrained single linkage)
+            comps, cstat = consistent_clusters(comps, links, ctokens, profile, cannot_link, must_link)
+            comps = _freeze(comps)
+            rec["components_checked"] = cstat["components_checked"]
+            rec["oversize_components"] = cstat["oversize_components"]
         t_cc = time.time()
-        q = _freeze(cluster_quality(comps, tokens))
+        q = cluster_quality(comps, tokens)
+        if must_link is not None:
+            # a cluster holding a human must-link is accepted whatever its entropy says
+            forced = (
+                must_link.join(comps.select(F.col("record_id").alias("id1"), F.col("cluster_id").alias("c1")), "id1")
+                .join(comps.select(F.col("record_id").alias("id2"), F.col("cluster_id").alias("c2")), "id2")
+                .filter(F.col("c1") == F.col("c2")).select(F.col("c1").alias("cluster_id")).distinct()
+                .withColumn("_forced", F.lit(True))
+            )
+            q = q.join(forced, "cluster_id", "left").withColumn("_ok", (F.col("quality") >= eps - 1e-12)
+                                                                | F.coalesce("_forced", F.lit(False)))
+        else:
+            q = q.withColumn("_ok", F.col("quality") >= eps - 1e-12)
+        q = _freeze(q.select("cluster_id", "cluster_size", "quality", "_ok"))
         qrow = q.agg(
             F.count(F.lit(1)).alias("clusters"),
-            F.sum(F.when(F.col("quality") >= eps - 1e-12, 1).otherwise(0)).alias("accepted"),
+            F.sum(F.when(F.col("_ok"), 1).otherwise(0)).alias("accepted"),
             F.avg("quality").alias("mean_quality"),
-            F.sum(F.when(F.col("quality") >= eps - 1e-12, F.col("cluster_size")).otherwise(0)).alias("acc_refs"),
+            F.sum(F.when(F.col("_ok"), F.col("cluster_size")).otherwise(0)).alias("acc_refs"),
         ).first()
         n_assigned += int(qrow["acc_refs"] or 0)
         rec.update(clusters=int(qrow["clusters"]), accepted_clusters=int(qrow["accepted"] or 0),
                    mean_quality=round(float(qrow["mean_quality"]), 4) if qrow["mean_quality"] is not None else None)
-        accepted = q.filter(F.col("quality") >= eps - 1e-12)
+        accepted = q.filter(F.col("_ok")).drop("_ok")
         new_assign = comps.join(accepted, "cluster_id").select(
             "record_id", "cluster_id", F.lit(it).cast("int").alias("iteration"),
             F.lit(mu).cast("double").alias("mu"), "quality", "cluster_size",
         )
         assigned = _freeze(assigned.unionByName(new_assign))
+        # why-linked output: the links inside accepted clusters, and the close calls below mu
+        na = new_assign.select("record_id", "cluster_id")
+        inside = (
+            links.join(na.select(F.col("record_id").alias("id1"), F.col("cluster_id").alias("c1")), "id1")
+            .join(na.select(F.col("record_id").alias("id2"), F.col("cluster_id").alias("c2")), "id2")
+            .filter(F.col("c1") == F.col("c2"))
+            .select("id1", "id2", "score", F.lit(it).cast("int").alias("iteration"), F.lit(True).alias("accepted"))
+        )
+        near = scored.filter((F.col("score") < mu - 1e-12) & (F.col("score") >= mu - NEAR_MISS_BAND - 1e-12)).select(
+            "id1", "id2", "score", F.lit(it).cast("int").alias("iteration"), F.lit(False).alias("accepted"))
+        why = _freeze(why.unionByName(inside).unionByName(near))
         prev_done = _freeze(new_assign.select("record_id")) if int(qrow["acc_refs"] or 0) else None
         prev = {"members": members, "pairs": pairs, "bs": bs, "n_pairs": n_pairs, "scored": scored,
                 "n_links": n_links, "eps": eps, "rec": rec}
@@ -311,10 +472,27 @@ def run_linkage(
         "pairwise": pairwise,
         "seconds": round(time.time() - t0, 2),
     }
+    # a close call whose two references ended in one cluster later is not a rejection
+    lab = links_df.select("record_id", "cluster_id")
+    why = (
+        why.join(lab.select(F.col("record_id").alias("id1"), F.col("cluster_id").alias("c1")), "id1")
+        .join(lab.select(F.col("record_id").alias("id2"), F.col("cluster_id").alias("c2")), "id2")
+        .filter(F.col("accepted") | (F.col("c1") != F.col("c2")))
+        .withColumn("_r", F.row_number().over(
+            Window.partitionBy("id1", "id2").orderBy(F.col("accepted").desc(), F.col("iteration").desc())))
+        .filter(F.col("_r") == 1)
+        .join(ctokens.select(F.col("record_id").alias("id1"), F.col("ctokens").alias("t1")), "id1")
+        .join(ctokens.select(F.col("record_id").alias("id2"), F.col("ctokens").alias("t2")), "id2")
+        .select(
+            F.col("id1").alias("record_id_a"), F.col("id2").alias("record_id_b"), "score", "iteration", "accepted",
+            F.array_sort(F.array_intersect("t1", "t2")).alias("agreeing"),
+            F.array_sort(F.array_union(F.array_except("t1", "t2"), F.array_except("t2", "t1"))).alias("conflicting"),
+        )
+    )
     _say(f"done: references={metrics['references']} clusters={metrics['clusters']} "
          f"singletons={metrics['singletons']} largest={metrics['largest_cluster']} "
          f"pairwise={pairwise} seconds={metrics['seconds']}")
-    return links_df, metrics
+    return LinkageResult(links_df, why, metrics)
 
 
 def clusters_of(links_df: DataFrame) -> DataFrame:

@@ -1,0 +1,171 @@
+"""Household evidence and cluster consistency (issue "Linkage accuracy on messy household data"):
+generation suffixes, dates of birth in several shapes, standard given names with one
+first letter, household identifiers, the constrained regrouping of a component, and the
+engine end to end on a household that plain transitive closure chains into one cluster."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from hdwm.config import load_profile
+from hdwm.consistency import CANNOT_LINK, LINK, MUST_LINK, regroup_component
+from hdwm.evidence import (
+    common_given_name_conflict,
+    conflicting,
+    date_of_birth_conflict,
+    date_readings,
+    evidence_score,
+    generation_conflict,
+    is_date_like,
+)
+
+PROFILE = load_profile("default")
+
+
+def test_generation_suffixes_conflict_only_when_both_are_given_and_differ():
+    assert generation_conflict(["JOHN", "SMITH", "JR"], ["JOHN", "SMITH", "SR"])
+    assert generation_conflict(["JOHN", "SMITH", "II"], ["JOHN", "SMITH", "III"])
+    assert not generation_conflict(["JOHN", "SMITH", "JR"], ["JOHN", "SMITH"])
+    assert not generation_conflict(["JOHN", "SMITH", "JR"], ["JOHN", "SMITH", "II"])  # both "the second"
+
+
+@pytest.mark.parametrize(
+    "token, reading",
+    [("19800315", "19800315"), ("03151980", "19800315"), ("3151980", "19800315"), ("15031980", "19800315")],
+)
+def test_date_readings_accept_the_common_shapes(token, reading):
+    assert reading in date_readings(token)
+    assert is_date_like(token)
+
+
+def test_date_readings_reject_identifiers():
+    assert date_readings("123456789") == set()  # 9 digits: an SSN
+    assert date_readings("5551234") == set()  # a 7-digit phone: no month/day reading
+    assert not is_date_like("10525974")  # S8P's SSN without its leading zero
+
+
+def test_date_of_birth_conflict_tolerates_one_typo_and_other_shapes():
+    assert not date_of_birth_conflict(["19800315"], ["03151980"])  # same date, two shapes
+    assert not date_of_birth_conflict(["19800315"], ["19800351"])  # a transposition
+    assert date_of_birth_conflict(["19800315"], ["19550702"])  # father and son
+    assert not date_of_birth_conflict(["19800315", "20200101"], ["19550702"])  # two dates: no call
+
+
+def test_common_given_names_conflict_only_when_both_are_standard_tokens():
+    assert common_given_name_conflict(["JOHN", "SMITH"], ["JAMES", "SMITH"], True, True)
+    assert not common_given_name_conflict(["JOHN", "SMITH"], ["JAMES", "SMITH"], True, False)  # a typo?
+    assert not common_given_name_conflict(["JIM", "SMITH"], ["JAMES", "SMITH"], True, True)  # nickname
+    assert not common_given_name_conflict(["ROB", "SMITH"], ["ROBERT", "SMITH"], True, True)  # prefix
+    assert not common_given_name_conflict(["JOHN", "SMITH"], ["JON", "SMITH"], True, True)  # close spelling
+
+
+def test_junior_and_senior_sharing_a_phone_are_vetoed_not_matched():
+    # same name, same landline, other dates of birth: the phone used to make
+    # an identifier match (score 1.0); the date of birth now vetoes the pair
+    jr = (["JOHN", "SMITH", "JR"], ["5015551234", "19800315"])
+    sr = (["JOHN", "SMITH"], ["5015551234", "19550702"])
+    assert evidence_score(*jr, *sr, PROFILE) == 0.0
+    off = PROFILE.model_copy(update={"dateOfBirthConflictRule": False, "generationConflictRule": False})
+    assert evidence_score(*jr, *sr, off) == 1.0
+    # the same person with one digit of the date mistyped, in another shape, stays a match
+    a = (["JOHN", "SMITH"], ["123456789", "19800315"])
+    b = (["JOHN", "SMITH"], ["123456789", "03161980"])
+    assert evidence_score(*a, *b, PROFILE) == 1.0
+
+
+def test_a_household_phone_no_longer_lifts_a_given_name_veto():
+    john = (["JOHN", "SMITH"], ["5015551234"])
+    mary = (["MARY", "SMITH"], ["5015551234"])
+    # the shared phone agrees, which lifted the given-name veto
+    assert not conflicting(*john, *mary, PROFILE)
+    # marked as a household identifier, it no longer does
+    assert conflicting(*john, *mary, PROFILE, ["5015551234"], ["5015551234"])
+
+
+def _regroup(ids, edges, conflicts):
+    members = pd.DataFrame({"record_id": ids})
+    ed = pd.DataFrame(edges, columns=["id1", "id2", "score", "kind"])
+    bad = {frozenset(p) for p in conflicts}
+    out = regroup_component(members, ed, lambda i, j: frozenset((ids[i], ids[j])) in bad)
+    groups = {}
+    for r, c in out.items():
+        groups.setdefault(c, set()).add(r)
+    return sorted(sorted(g) for g in groups.values()), out
+
+
+def test_regroup_never_joins_conflicting_references_and_prefers_strong_links():
+    # j links John (0.9) and Jane (0.6); John and Jane conflict: j goes with John
+    groups, out = _regroup(["jane", "john", "js"], [("john", "js", 0.9, LINK), ("jane", "js", 0.6, LINK)],
+                           [("john", "jane")])
+    assert groups == [["jane"], ["john", "js"]]
+    assert out["js"] == "john"  # cluster id = smallest member id
+
+
+def test_regroup_without_conflicts_is_transitive_closure():
+    groups, _ = _regroup(["a", "b", "c", "d"], [("a", "b", 0.6, LINK), ("b", "c", 0.7, LINK),
+                                                ("c", "d", 0.8, LINK)], [])
+    assert groups == [["a", "b", "c", "d"]]
+
+
+def test_regroup_human_decisions_override():
+    edges = [("a", "b", 0.9, LINK), ("b", "c", 0.8, LINK), ("a", "c", 0.0, CANNOT_LINK)]
+    groups, _ = _regroup(["a", "b", "c"], edges, [])
+    assert groups == [["a", "b"], ["c"]]
+    # a must-link joins even a pair the evidence calls conflicting
+    groups, _ = _regroup(["a", "b"], [("a", "b", 1.0, MUST_LINK)], [("a", "b")])
+    assert groups == [["a", "b"]]
+
+
+@pytest.mark.spark
+def test_engine_keeps_a_household_apart(spark, tmp_path):
+    from hdwm.pipeline import link_references
+
+    # one household: John and Mary Smith (two references each) and a bare
+    # "J SMITH" reference at their address that scores with both of them
+    refs = [
+        ("j1", "JOHN SMITH 12 OAK STREET PERTH 5015551234 123456789"),
+        ("j2", "JOHN SMITH 12 OAK STREET PERTH 5015551234 123456789"),
+        ("m1", "MARY SMITH 12 OAK STREET PERTH 5015551234 987654321"),
+        ("m2", "MARY SMITH 12 OAK STREET PERTH 5015551234 987654321"),
+        ("x1", "SMITH 12 OAK STREET PERTH 5015551234"),
+    ]
+    df = spark.createDataFrame(refs, "record_id string, text string")
+    res = link_references(spark, df, PROFILE, str(tmp_path / "ck"))
+    lab = {r["record_id"]: r["cluster_id"] for r in res.links.collect()}
+    assert lab["j1"] == lab["j2"] and lab["m1"] == lab["m2"]
+    assert lab["j1"] != lab["m1"]
+    plain = PROFILE.model_copy(update={"clusterConsistency": False, "householdIdentifierRule": False})
+    res2 = link_references(spark, df, plain, str(tmp_path / "ck2"))
+    lab2 = {r["record_id"]: r["cluster_id"] for r in res2.links.collect()}
+    assert len(set(lab2.values())) < len(set(lab.values()))  # plain closure chains the household
+    pairs = res.pairs.toPandas()
+    acc = pairs[pairs.accepted]
+    assert {("j1", "j2"), ("m1", "m2")} <= set(zip(acc.record_id_a, acc.record_id_b))
+    row = acc[(acc.record_id_a == "j1") & (acc.record_id_b == "j2")].iloc[0]
+    assert "SMITH" in list(row["agreeing"]) and list(row["conflicting"]) == []
+
+
+@pytest.mark.spark
+def test_engine_human_decisions_and_global_frequencies(spark, tmp_path):
+    from hdwm.frequency import raw_frequencies
+    from hdwm.pipeline import link_references
+
+    refs = [
+        ("a", "ALICE SMITH 12 OAK STREET PERTH 123456789"),
+        ("b", "ALICE SMITH 12 OAK STREET PERTH 123456789"),
+        ("c", "CARLA DIAZ 45 HILL STREET ADELAIDE 777000111"),
+    ]
+    df = spark.createDataFrame(refs, "record_id string, text string")
+    cl = spark.createDataFrame([("b", "a")], "id1 string, id2 string")  # reversed order on purpose
+    ml = spark.createDataFrame([("a", "c")], "id1 string, id2 string")
+    res = link_references(spark, df, PROFILE, str(tmp_path / "ck"), cannot_link=cl, must_link=ml)
+    lab = {r["record_id"]: r["cluster_id"] for r in res.links.collect()}
+    assert lab["a"] != lab["b"] and lab["a"] == lab["c"]
+    # population frequencies: the three references linked against a bigger population
+    freq = raw_frequencies(df, PROFILE)
+    res2 = link_references(spark, df, PROFILE, str(tmp_path / "ck2"), frequencies=freq, reference_count=3)
+    lab2 = {r["record_id"]: r["cluster_id"] for r in res2.links.collect()}
+    assert lab2["a"] == lab2["b"] != lab2["c"]
+    with pytest.raises(ValueError, match="reference_count"):
+        link_references(spark, df, PROFILE, str(tmp_path / "ck3"), frequencies=freq, reference_count=2)
