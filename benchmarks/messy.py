@@ -34,7 +34,8 @@ Population model (probabilities per household / person / reference):
 
 * Household kinds: single person 0.34; couple 0.20; family = couple + 2-4
   children 0.18 (single-parent family 0.04); roommates (2-3 unrelated people,
-  different surnames, one or two shared addresses and the landline) 0.12;
+  different surnames, one or two shared addresses and the landline, an own
+  earlier address 0.6, a later one 0.5) 0.12;
   junior/senior (father and son with the same first, middle and surname,
   mother present 0.6, another child 0.3) 0.12. Most references belong to people
   who share an address with someone else in the file.
@@ -57,21 +58,29 @@ Population model (probabilities per household / person / reference):
   PO box per address 0.25. Each reference uses one period (address + surname at
   that time) of the person's history, uniformly.
 * References per person: 1-8 with weights .20/.19/.16/.13/.11/.09/.07/.05
-  (mean 3.4).
+  (mean 3.56; the last household is cut at ``n_references``).
+* Surnames: a list of common US surnames drawn Zipf-like 0.62, a built
+  syllable name (KARNOWSKI-like) 0.33, double-barrelled 0.05. Given names: by
+  sex, skewed toward the head of each list. SSNs: distinct per person (an
+  affine map of the person number modulo a prime) except where noted.
 
 Rendering of one reference:
 
 * Given name: as is 0.60, nickname 0.14 (BOB/ROBERT, PEGGY/MARGARET, ...; as is
-  when there is none), initial 0.10, typo 0.09, spelling variant 0.07
+  when there is none), initial 0.10, typo 0.09, spelling variant 0.03
   (JON/JOHN, KATHRYN/KATHERINE, or phonetic rules PH/F, C/K, Y/I, double
   letters); missing 0.04 (surname only, as in S8P). Middle name: initial 0.45,
   full 0.10, none 0.45 (people with a middle name: 0.7). Surname: typo 0.09,
-  phonetic variant 0.05. Typos are substitution, insertion, deletion or
+  phonetic variant 0.05; a wife who took the hyphenated name writes
+  MAIDEN-MARRIED 0.6, maiden 0.1, married 0.3, one who took the plain married name
+  writes it hyphenated 0.1. Typos are substitution, insertion, deletion or
   adjacent transposition with equal weight.
-* Address: street line 0.90 (house-number typo 0.03, direction prefix 0.25,
-  unit 0.2, street-name typo 0.10, suffix spelled as any of its variants:
+* Address: street line 0.90 (house-number typo 0.03, direction prefix on 0.25 of
+  addresses, written 0.85, unit on 0.2 of addresses, written 0.8, street-name
+  typo 0.10, street suffix left out 0.07, else spelled as any of its variants:
   ST/STREET/STR/STRT, AVE/AVENUE/AV/AVNUE, ...), PO box when the address has one
-  0.5 (PO BOX / P.O. BOX / POST OFFICE BOX / BOX / POB), city 0.95 (typo 0.08),
+  0.5 (PO BOX / P.O. BOX / POST OFFICE BOX / BOX / POB; its city, state and zip
+  0.7), city 0.95 (typo 0.08),
   state 0.95 (code 0.6, full name 0.25, variant such as CALIF. 0.1, typo 0.05),
   zip 0.93 (digit error 0.04); empty field between city and state 0.5 (S8P).
 * SSN 0.50: 123-45-6789 0.40, 123456789 0.30, 123 45 6789 0.15, leading zeros
@@ -81,11 +90,13 @@ Rendering of one reference:
 * Phone 0.35 (landline of that address if any, 0.6, else the mobile):
   (501) 555-1234, 501-555-1234, 5015551234, 501.555.1234, 555-1234.
 * Case per reference: upper 0.50, lower 0.20, title 0.15, mixed per field 0.15.
+  Trailing empty fields (1-4) 0.3, as S8P's rows end.
 
 Layout kinds (``LAYOUT_KINDS``), per reference: the name as one field
 ``full_name`` 0.25 ("JOHN A SMITH"), ``split_name`` 0.55 (first, middle, last
 fields), ``last_first`` 0.20 ("SMITH, JOHN A": the comma splits it into two
-fields); ``ids_first`` 0.12 (SSN/DOB/phone before the name); ``exploded`` 0.55
+fields); ``ids_first`` 0.12 of the non-sparse rows that carry an identifier (SSN/DOB/phone
+before the name); ``exploded`` 0.55
 (the address one token per field, as S8P mostly is; otherwise compact fields
 "123 N MAIN ST", "SPRINGFIELD", "IL", "62701"); ``sparse`` 0.10 (the name and
 exactly one other item); ``shifted`` 0.15 (1-3 empty fields inserted);
