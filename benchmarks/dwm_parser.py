@@ -91,7 +91,7 @@ STATE_ABBREVIATIONS = {
     "TEX": "TX", "WASH": "WA", "WIS": "WI", "WISC": "WI", "WYO": "WY",
 }
 _STATE_WORDS = {name: code for code, name in STATES.items()} | STATE_ABBREVIATIONS
-_TWO_WORD_STATES = {tuple(n.split()): c for c, n in STATES.items() if " " in n}
+_TWO_WORD_STATES = {tuple(n.split()): c for c, n in STATES.items() if n.count(" ") == 1}
 
 # USPS Publication 28 street suffixes that rarely end a city name, with common spellings
 SUFFIXES = {
@@ -239,27 +239,37 @@ def tokenize(fields: Sequence[object]) -> list[Tok]:
     toks: list[Tok] = []
     for f in fields or ():
         raw = "" if f is None else str(f)
-        if not raw.strip():
-            toks.append(Tok("", "sep"))
-            continue
-        lead_blank = raw[:1].isspace()
-        raw = raw.upper().replace(".", " ").replace("'", "")
-        raw, typed = _typed_in_field(raw)
-        pieces: list[Tok] = []
-        # commas inside a (quoted) field mark LAST, FIRST
-        for ci, chunk in enumerate(raw.split(",")):
-            words = [w for w in _SPLIT_RE.split(chunk.replace("#", " # ")) if w and w.strip("-")]
-            for wi, w in enumerate(words):
-                w = w.strip("-")
-                m = _GLUED_RE.fullmatch(w)  # 2747COUNTY -> 2747 COUNTY
-                parts = [m.group(1), m.group(2)] if m else [w]
-                for pi, part in enumerate(parts):
-                    pieces.append(Tok(part, _kind(part), comma=(ci > 0 and wi == 0 and pi == 0)))
-        if pieces:
-            pieces[0].comma = pieces[0].comma or lead_blank
-        # typed tokens go after the words of the same field (their exact place does not matter)
-        toks.extend(pieces + typed)
+        toks.extend(Tok(*t) for t in _field_tokens(raw))
     return toks
+
+
+@lru_cache(maxsize=262144)
+def _field_tokens(raw: str) -> tuple[tuple, ...]:
+    if not raw.strip():
+        return (("", "sep"),)
+    lead_blank = raw[:1].isspace()
+    raw = raw.upper().replace(".", " ").replace("'", "")
+    if raw.isalnum():  # the common case: one plain word or number
+        m = _GLUED_RE.fullmatch(raw)  # 2747COUNTY -> 2747 COUNTY
+        parts = [m.group(1), m.group(2)] if m else [raw]
+        return tuple((w, _kind(w), None, lead_blank and k == 0) for k, w in enumerate(parts))
+    typed: list[Tok] = []
+    if any(c.isdigit() for c in raw):
+        raw, typed = _typed_in_field(raw)
+    pieces: list[tuple] = []
+    # commas inside a (quoted) field mark LAST, FIRST
+    for ci, chunk in enumerate(raw.split(",")):
+        words = [w for w in _SPLIT_RE.split(chunk.replace("#", " # ")) if w and w.strip("-")]
+        for wi, w in enumerate(words):
+            w = w.strip("-")
+            m = _GLUED_RE.fullmatch(w)
+            parts = [m.group(1), m.group(2)] if m else [w]
+            for pi, part in enumerate(parts):
+                pieces.append((part, _kind(part), None, ci > 0 and wi == 0 and pi == 0))
+    if pieces:
+        pieces[0] = pieces[0][:3] + (pieces[0][3] or lead_blank,)
+    # typed tokens go after the words of the same field (their exact place does not matter)
+    return tuple(pieces) + tuple((t.text, t.kind, t.value, False) for t in typed)
 
 
 # --------------------------------------------------------------------------- classifiers
@@ -306,6 +316,7 @@ def suffix_abbr(text: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=65536)
 def _is_po_word(t: str) -> bool:
     if t in _PO_WORDS or t in ("P", "O"):
         return True
@@ -314,8 +325,9 @@ def _is_po_word(t: str) -> bool:
     return any(_dist(t, w) <= 1 for w in ("PO", "POST", "OFFICE")) or (len(t) >= 5 and _dist(t, "OFFICE") <= 2)
 
 
+@lru_cache(maxsize=65536)
 def _is_box_word(t: str) -> bool:
-    return t in ("BOX", "BX", "OX", "BOXX", "BOC", "BOS", "APTDO", "APARTADO") or (t.isalpha() and len(t) == 3 and _dist(t, "BOX") <= 1
+    return t in ("BOX", "BX", "OX", "BOXX", "BOC", "BOS", "APTDO", "APARTADO") or (t.isalpha() and 3 <= len(t) <= 4 and _dist(t, "BOX") <= 1
                                                              and t not in STATES and t not in _SUFFIX_OF)
 
 
@@ -476,43 +488,46 @@ def _parse(toks: list[Tok], hints: Hints | None, learning: bool = False) -> dict
         i = num + 1
 
     # 3. state + zip anchors (state may be misspelled; a blank field or a zip tells it apart)
-    anchors: list[tuple[int, int | None, str | None, str | None]] = []  # (state_i, zip_i, code, zip)
+    #    anchor = (first state token, zip token or None, code or None, zip or None, last state token)
+    anchors: list[tuple] = []
     for pos, t in enumerate(toks):
         if t.used or t.kind == "sep":
             continue
-        j = nxt(pos)
         if t.kind == "alnum":  # CA93004
             m = re.fullmatch(r"([A-Z]{2,})(\d{5})", t.text)
             if m and state_code(m.group(1)):
-                anchors.append((pos, pos, state_code(m.group(1)), m.group(2)))
+                anchors.append((pos, pos, state_code(m.group(1)), m.group(2), pos))
             continue
-        if t.kind != "word":
+        if t.kind != "word" or _unit_word(t.text):
             continue
         code = state_code(t.text)
-        two = None
-        if j is not None and toks[j].kind == "word" and (t.text, toks[j].text) in _TWO_WORD_STATES:
-            two, code = j, _TWO_WORD_STATES[(t.text, toks[j].text)]
-            j = nxt(j)
+        last = pos
+        j = nxt(pos)
+        if j is not None and toks[j].kind == "word":
+            two = _two_word_state(t.text, toks[j].text)
+            if two:
+                code, last = two, j
+                j = nxt(j)
         z = _zip_of(toks[j]) if j is not None and not toks[j].used else None
         after_blank = pos > 0 and toks[pos - 1].kind == "sep"
+        ends_field = last + 1 >= n or toks[last + 1].kind == "sep" or j is None or \
+            toks[j].kind in ("ssn", "date", "phone")
+        exact = t.text in STATES or t.text in _STATE_WORDS or last > pos
         if z and (code or (after_blank and len(t.text) <= 12)):
-            anchors.append((pos if two is None else pos, j, code, z))
-        elif code and not _unit_word(t.text) and (
-                (after_blank and (j is None or toks[j].kind == "sep" or
-                                  (toks[j].kind in ("num", "alnum") and 3 <= len(toks[j].text) <= 6)))
-                or (t.text in _STATE_WORDS or t.text in STATES) and j is not None and
-                toks[j].kind == "num" and len(toks[j].text) == 4):
-            # a state whose zip is missing or damaged (CA 9768)
-            zi = j if j is not None and toks[j].kind in ("num", "alnum") else None
-            anchors.append((pos, zi, code, None))
-    # drop anchors inside others (two-word states) and mark them
+            anchors.append((pos, j, code, z, last))
+        elif code and ((after_blank or exact) and ends_field):
+            anchors.append((pos, None, code, None, last))  # a state without a zip
+        elif code and (after_blank or exact) and j is not None and toks[j].kind in ("num", "alnum") and \
+                3 <= len(toks[j].text) <= 6 and not toks[j].used:
+            anchors.append((pos, j, code, None, last))  # a damaged zip (CA 9768)
+    # overlapping anchors: keep the first
     seen_pos: set[int] = set()
     clean = []
     for a in anchors:
         if a[0] in seen_pos:
             continue
         clean.append(a)
-        seen_pos.update(x for x in (a[0], a[1]) if x is not None)
+        seen_pos.update(x for x in (a[0], a[1], a[4]) if x is not None)
     anchors = clean
 
     def anchor_after(p):
@@ -545,8 +560,13 @@ def _parse(toks: list[Tok], hints: Hints | None, learning: bool = False) -> dict
     def street_candidates():
         for p in range(n):
             t = toks[p]
-            if t.used or not _numberish(t):
+            if t.used or not _numberish(t) or len(_digits(t.text)) > 6:
                 continue
+            b = p - 1
+            while b >= 0 and toks[b].kind == "sep":
+                b -= 1
+            if b >= 0 and (_unit_word(toks[b].text) or toks[b].text in _ROUTE_WORDS):
+                continue  # APT 201, HWY 31: not a house number
             j = nxt(p)
             if j is None or toks[j].used or toks[j].kind not in ("word", "alnum"):
                 continue
@@ -563,10 +583,12 @@ def _parse(toks: list[Tok], hints: Hints | None, learning: bool = False) -> dict
         cut = []
         for q in span:
             tq = toks[q]
-            if a is None and tq.kind == "num" and cut and not _unit_word(toks[cut[-1]].text) and \
-                    toks[cut[-1]].text not in _ROUTE_WORDS:
-                break
+            if tq.kind == "num" and cut and not _unit_word(toks[cut[-1]].text) and \
+                    (suffix_abbr(toks[cut[-1]].text) or toks[cut[-1]].text) not in _ROUTE_WORDS:
+                break  # the next house number (or another value) starts here
             cut.append(q)
+        if len(cut) < len(span):
+            a = None  # the street does not reach the state
         has_suffix = any(suffix_abbr(toks[q].text) for q in cut)
         score = (has_suffix, a is not None, -p)
         if best is None or score > best[0]:
@@ -591,9 +613,31 @@ def _parse(toks: list[Tok], hints: Hints | None, learning: bool = False) -> dict
             home = [h for h in home if h is not a]
     if out["state"] is None and home:
         a = home[0]
-        # a state/zip without a street: the words before it are the city when they follow a number/box
         _use_anchor(toks, a)
         out["state"], out["zip"] = a[2], a[3]
+        if out["city"] is None:  # a state/zip without a street: its city is the words just before it
+            run = []
+            q = a[0] - 1
+            while q >= 0 and (toks[q].kind == "sep" or (toks[q].kind == "word" and not toks[q].used)):
+                if toks[q].kind == "word":
+                    run.insert(0, q)
+                q -= 1
+            first_run = not any(toks[x].kind == "word" and not toks[x].used for x in range(0, run[0])) if run else True
+            k = _city_start([toks[x].text for x in run], hints, keep_one=first_run)
+            if k is not None:
+                out["city"] = " ".join(toks[x].text for x in run[k:])
+                for x in run[k:]:
+                    toks[x].used = True
+    if out["zip"] is None:  # a zip without a state: five digits right after a word
+        for q, t in enumerate(toks):
+            if t.used or t.kind != "num" or len(t.text) != 5:
+                continue
+            b = q - 1
+            while b >= 0 and toks[b].kind == "sep":
+                b -= 1
+            if b >= 0 and toks[b].kind == "word":
+                out["zip"], t.used = t.text, True
+                break
     if out["city"] is None and out.get("_po_city"):
         out["city"] = out["_po_city"]
     if out["state"] is None and out.get("_po_state"):
@@ -671,14 +715,23 @@ def _parse(toks: list[Tok], hints: Hints | None, learning: bool = False) -> dict
 
 
 def _use_anchor(toks: list[Tok], a) -> None:
-    for q in (a[0], a[1]):
-        if q is not None:
-            toks[q].used = True
-    # two-word state names: the word between
-    if a[1] is not None and a[1] - a[0] >= 2:
-        for q in range(a[0] + 1, a[1]):
-            if toks[q].kind == "word":
-                toks[q].used = True
+    for q in range(a[0], a[4] + 1):
+        toks[q].used = True
+    if a[1] is not None:
+        toks[a[1]].used = True
+
+
+@lru_cache(maxsize=65536)
+def _two_word_state(w1: str, w2: str) -> str | None:
+    """Code of a two-word state name (NEW YORK), one typo allowed in each word."""
+    if (w1, w2) in _TWO_WORD_STATES:
+        return _TWO_WORD_STATES[(w1, w2)]
+    if len(w1) < 3 or len(w2) < 4:
+        return None
+    for (a, b), code in _TWO_WORD_STATES.items():
+        if _dist(w1, a) <= 1 and _dist(w2, b) <= 1:
+            return code
+    return None
 
 
 def _last_first(words: list[Tok], hints: Hints | None) -> bool:
@@ -694,8 +747,8 @@ def _last_first(words: list[Tok], hints: Hints | None) -> bool:
             return True
     if hints is not None and len(first) > 1 and len(last) > 1:
         return _pos_score(hints, first) < -1 and _pos_score(hints, last) > 1
-    if len(words) == 2 and len(last) == 1 and len(first) > 1:  # SMITH J
-        return True
+    if len(words) == 2 and len(last) == 1 and len(first) > 1:  # SMITH J, unless the file says DONALD H
+        return hints is None or _pos_score(hints, first) < 0
     return False
 
 
@@ -712,6 +765,7 @@ _CITY_PREFIXES = {"SAN", "SANTA", "LOS", "LAS", "EL", "LA", "PORT", "PALM", "WES
 _ROUTE_PREFIXES = {"COUNTY", "US", "STATE", "ST", "SR", "CR", "FM", "HWY", "OLD"}
 
 
+@lru_cache(maxsize=65536)
 def _unit_word(w: str) -> bool:
     """APT, UNIT, #, STE ... and their one-letter misspellings (AVPT, WUNIT)."""
     if w in UNITS:
@@ -719,6 +773,25 @@ def _unit_word(w: str) -> bool:
     if re.fullmatch(r"(APT|UNIT|STE|NO|#)\d+[A-Z]?", w):
         return True
     return w.isalpha() and len(w) >= 4 and w not in _SUFFIX_OF and (_dist(w, "UNIT") <= 1 or _dist(w, "APT") <= 1)
+
+
+def _city_start(words: list[str], hints: Hints | None, keep_one: bool) -> int | None:
+    """Where the city begins in a run of words that ends at a state (no street before it):
+    the longest tail seen as a city elsewhere in the file, else the last word (two after a
+    common city prefix). ``keep_one`` leaves at least one word (the run also holds the name)."""
+    lo = 1 if keep_one else 0
+    if len(words) <= lo:
+        return None
+    if hints is not None:
+        for k in range(lo, len(words)):
+            if hints.is_city(words[k:]):
+                return k
+    if keep_one and len(words) < 3:
+        return None
+    k = len(words) - 1
+    if k - 1 >= lo and words[k - 1] in _CITY_PREFIXES:
+        k -= 1
+    return k
 
 
 def _split_street_city(words: list[str], hints: Hints | None, before_state: bool):
