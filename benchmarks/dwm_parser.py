@@ -36,6 +36,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -515,8 +516,8 @@ def _parse(toks: list[Tok], hints: Hints | None, learning: bool = False) -> dict
         exact = t.text in STATES or t.text in _STATE_WORDS or last > pos
         if z and (code or (after_blank and len(t.text) <= 12)):
             anchors.append((pos, j, code, z, last))
-        elif code and ((after_blank or exact) and ends_field):
-            anchors.append((pos, None, code, None, last))  # a state without a zip
+        elif code and exact and ends_field:
+            anchors.append((pos, None, code, None, last))  # a state without a zip: written exactly
         elif code and (after_blank or exact) and j is not None and toks[j].kind in ("num", "alnum") and \
                 3 <= len(toks[j].text) <= 6 and not toks[j].used:
             anchors.append((pos, j, code, None, last))  # a damaged zip (CA 9768)
@@ -568,7 +569,8 @@ def _parse(toks: list[Tok], hints: Hints | None, learning: bool = False) -> dict
             if b >= 0 and (_unit_word(toks[b].text) or toks[b].text in _ROUTE_WORDS):
                 continue  # APT 201, HWY 31: not a house number
             j = nxt(p)
-            if j is None or toks[j].used or toks[j].kind not in ("word", "alnum"):
+            if j is None or toks[j].used or toks[j].kind not in ("word", "alnum") or \
+                    not any(c.isalpha() for c in toks[j].text) or _unit_word(toks[j].text):
                 continue
             yield p
 
@@ -762,6 +764,9 @@ _CITY_PREFIXES = {"SAN", "SANTA", "LOS", "LAS", "EL", "LA", "PORT", "PALM", "WES
                   "DE", "BIG", "LITTLE", "GRAND", "SUN", "ELK", "BUENA", "PALOS", "CHULA", "COSTA",
                   "HUNTINGTON", "REDONDO", "PEMBROKE", "POMPANO", "DEERFIELD", "DELRAY", "BOYNTON",
                   "DAYTONA", "WINTER", "HOT", "PINE", "CEDAR", "RANCHO", "DIAMOND", "GARDEN", "BALDWIN"}
+# last words of two-word city names (PANORAMA CITY, MIAMI BEACH, CORAL SPRINGS)
+_CITY_TAILS = {"CITY", "BEACH", "SPRINGS", "PARK", "HEIGHTS", "VALLEY", "HILLS", "GARDENS", "GROVE",
+               "LAKES", "ISLAND", "FALLS", "POINT", "CREEK", "VISTA", "ACRES", "VILLAGE", "JUNCTION"}
 _ROUTE_PREFIXES = {"COUNTY", "US", "STATE", "ST", "SR", "CR", "FM", "HWY", "OLD"}
 
 
@@ -789,7 +794,7 @@ def _city_start(words: list[str], hints: Hints | None, keep_one: bool) -> int | 
     if keep_one and len(words) < 3:
         return None
     k = len(words) - 1
-    if k - 1 >= lo and words[k - 1] in _CITY_PREFIXES:
+    if k - 1 >= lo and (words[k - 1] in _CITY_PREFIXES or words[k] in _CITY_TAILS):
         k -= 1
     return k
 
@@ -814,6 +819,8 @@ def _split_street_city(words: list[str], hints: Hints | None, before_state: bool
         if k >= 1 and _unit_word(w):
             if unit_pos is None:
                 unit_pos = len(w2)
+            if k + 1 < len(words) and words[k + 1] == "#":  # APT # 10B
+                k += 1
             nxt_w = words[k + 1] if k + 1 < len(words) else ""
             glued = bool(re.search(r"\d", w))
             if not glued and nxt_w and len(nxt_w) <= 5 and (any(c.isdigit() for c in nxt_w) or len(nxt_w) == 1):
@@ -865,7 +872,7 @@ def _split_street_city(words: list[str], hints: Hints | None, before_state: bool
             e = n
         else:
             e = n - 1
-            if e - 1 >= 1 and W[e - 1] in _CITY_PREFIXES:
+            if e - 1 >= 1 and (W[e - 1] in _CITY_PREFIXES or W[e] in _CITY_TAILS):
                 e -= 1
     city = [w for w in W[e:] if w.isalpha() and w not in DIRECTIONS or (w in DIRECTIONS and len(w) > 2)]
     if not city:
@@ -907,7 +914,18 @@ def read_references(path: str | Path) -> list[tuple[str, list[str]]]:
 
 def parse_file(path: str | Path) -> list[dict]:
     """Parse every reference of a DWM file (two passes: :func:`learn_hints`, then
-    :func:`parse_reference`). Returns one dict per reference: ``unique_id`` plus ``FIELDS``."""
+    :func:`parse_reference`). Returns one dict per reference: ``unique_id`` plus ``FIELDS``. References that
+    the parser fails on keep ``None`` fields and are counted in a ``UserWarning``."""
     rows = read_references(path)
     hints = learn_hints(f for _, f in rows)
-    return [{"unique_id": rid, **parse_reference(f, hints)} for rid, f in rows]
+    out, failed = [], 0
+    for rid, f in rows:
+        try:
+            r = _parse(tokenize(f), hints)
+        except Exception:
+            failed, r = failed + 1, {}
+        out.append({"unique_id": rid, **{k: r.get(k) for k in FIELDS}})
+    if failed:
+        warnings.warn(f"{path}: {failed} of {len(rows)} references could not be parsed; their fields are None",
+                      stacklevel=2)
+    return out
