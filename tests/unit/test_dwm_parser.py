@@ -249,3 +249,17 @@ def test_read_references_line_endings_and_quotes(tmp_path):
     out = dp.parse_file(p)
     assert [r["unique_id"] for r in out] == ["A1", "A2"]
     assert (out[0]["first_name"], out[0]["last_name"], out[1]["first_name"]) == ("JOHN", "SMITH", "ANN")
+
+
+def test_glued_name_is_split_with_the_file_vocabulary():
+    refs = [fields(x) for x in ("DAVID,RHODES,1 A ST,X,,FL,33447", "DAVID,LEE,2 B ST,X,,FL,33447",
+                                "DAVID,KIM,3 C ST,X,,FL,33447", "ANN,RHODES,4 D ST,X,,FL,33447",
+                                "JOHN,SMITH,5 E ST,X,,FL,33447", "JOHN,RHODES,6 F ST,X,,FL,33447",
+                                "JOHN,DOE,7 G ST,X,,FL,33447", "MARY,SMITH,8 H ST,X,,FL,33447",
+                                "JOHN,ROE,9 I ST,X,,FL,33447", "ANN,SMITH,10 J ST,X,,FL,33447")]
+    hints = dp.learn_hints(refs)
+    parsed("DAVIDRHODEZ,252726884", hints, first_name="DAVID", last_name="RHODEZ", ssn="252726884")
+    parsed("SMITHJOHN,12 ELM ST,X,,FL,33447", hints, first_name="JOHN", last_name="SMITH")
+    # a known surname stays whole; without hints nothing is split
+    parsed("RHODES,252726884", hints, first_name=None, last_name="RHODES")
+    parsed("DAVIDRHODEZ,252726884", first_name=None, last_name="DAVIDRHODEZ")
