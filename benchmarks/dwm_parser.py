@@ -235,8 +235,9 @@ def _kind(text: str) -> str:
 
 
 def tokenize(fields: Sequence[object]) -> list[Tok]:
-    """Tokens of one reference (its raw fields after the RecID). An empty field becomes a
-    ``sep`` token; typed values found by pattern keep their place among the words."""
+    """Tokens of one reference (its raw fields after the RecID), in field order. An empty
+    field becomes a ``sep`` token; SSNs, phones and dates written with separators become
+    typed tokens placed after the other words of their field."""
     toks: list[Tok] = []
     for f in fields or ():
         raw = "" if f is None else str(f)
@@ -394,7 +395,7 @@ def learn_hints(references: Iterable[Sequence[object]]) -> Hints:
     h = Hints()
     for fields in references:
         try:
-            r = _parse(tokenize(fields), None, learning=True)
+            r = _parse(tokenize(fields), None)
         except Exception:  # a learning pass must never stop the run
             continue
         # names in the order this pass read them, when that order was not a guess
@@ -424,22 +425,17 @@ def parse_reference(fields: Sequence[object], hints: Hints | None = None) -> dic
     return {k: r.get(k) for k in FIELDS}
 
 
-def _parse(toks: list[Tok], hints: Hints | None, learning: bool = False) -> dict:
+def _parse(toks: list[Tok], hints: Hints | None) -> dict:
     out: dict = dict.fromkeys(FIELDS)
     cities_seen: list[tuple[str, ...]] = []
     n = len(toks)
-    idx = [i for i, t in enumerate(toks) if t.kind != "sep"]
-
-    def nxt(i, k=1):
-        """Index of the k-th non-separator token after i, or None."""
-        j = i
-        for _ in range(k):
-            j += 1
-            while j < n and toks[j].kind == "sep":
-                j += 1
-            if j >= n:
-                return None
-        return j
+    after: list[int | None] = [None] * n  # index of the next non-separator token
+    nx = None
+    for i in range(n - 1, -1, -1):
+        after[i] = nx
+        if toks[i].kind != "sep":
+            nx = i
+    nxt = after.__getitem__
 
     # 1. values written with separators (typed tokens)
     for t in toks:
@@ -501,16 +497,22 @@ def _parse(toks: list[Tok], hints: Hints | None, learning: bool = False) -> dict
             continue
         if t.kind != "word" or _unit_word(t.text):
             continue
-        code = state_code(t.text)
         last = pos
         j = nxt(pos)
+        after_blank = pos > 0 and toks[pos - 1].kind == "sep"
+        two = None
         if j is not None and toks[j].kind == "word":
             two = _two_word_state(t.text, toks[j].text)
             if two:
-                code, last = two, j
-                j = nxt(j)
-        z = _zip_of(toks[j]) if j is not None and not toks[j].used else None
-        after_blank = pos > 0 and toks[pos - 1].kind == "sep"
+                last, j = j, nxt(j)
+        nj = toks[j] if j is not None else None
+        # a fuzzy state look-up only where a state can stand: after a blank field or before a number
+        plausible = two or after_blank or t.text in STATES or t.text in _STATE_WORDS or \
+            nj is None or nj.kind != "word"
+        if not plausible:
+            continue
+        code = two or state_code(t.text)
+        z = _zip_of(nj) if nj is not None and not nj.used else None
         ends_field = last + 1 >= n or toks[last + 1].kind == "sep" or j is None or \
             toks[j].kind in ("ssn", "date", "phone")
         exact = t.text in STATES or t.text in _STATE_WORDS or last > pos
