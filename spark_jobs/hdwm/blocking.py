@@ -4,7 +4,9 @@ Blocking tokens (DWM42 rules): ``2 ≤ freq ≤ beta``, ``len ≥ minBlkTokenLen
 and not all digits when ``excludeNumericBlocks`` (washline: unless the
 number has at least ``minNumBlkTokenLen`` digits). With ``blockByPairs`` a
 block key is a sorted pair of blocking tokens of the same reference
-(``"A B"`` with ``A < B``), otherwise the token itself.
+(``"A B"`` with ``A < B``), otherwise the token itself; with
+``rareTokenBlocks`` (washline) a blocking token rarer than ``√beta`` is also a
+block key on its own (``rare_token_limit``).
 
 Because a blocking token occurs at most ``beta`` times, DWM blocks are already
 small – but with ``frequencyScaling`` beta grows with the input, so washline
@@ -66,6 +68,20 @@ def _all_pairs(ids: str = "ids"):
     )
 
 
+def rare_token_limit(profile: LinkageProfile) -> int:
+    """Highest frequency of a blocking token that blocks on its own with ``rareTokenBlocks``.
+
+    ``floor(sqrt(beta))`` of the effective profile (1k references: 4, 6k: 6,
+    1M: 22). With ``blockByPairs`` a reference that shares only one rare
+    token with its duplicate (a person who moved: the surname, or an SSN
+    beside an unrelated address) is never a candidate. A block of a token of
+    frequency ``f`` costs ``f(f−1)/2`` pairs, so tokens below √beta add at
+    most ``beta/2`` pairs each: less than one pair block of two typical
+    blocking tokens (washline).
+    """
+    return int(profile.beta ** 0.5)
+
+
 def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) -> BlockingResult:
     """Blocks and distinct candidate pairs for the references in ``tokens``.
 
@@ -106,6 +122,12 @@ def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) ->
             .filter(F.col("t1") < F.col("t2"))
             .select("record_id", F.concat_ws(" ", "t1", "t2").alias("block_key"), F.least("f1", "f2").alias("ub"))
         )
+        if profile.rareTokenBlocks:
+            # washline: a token rarer than sqrt(beta) also blocks on its own (see rare_token_limit)
+            keys = keys.unionByName(
+                bt.filter(F.col("freq") <= rare_token_limit(profile))
+                .select("record_id", F.col("token").alias("block_key"), F.col("freq").alias("ub"))
+            )
     else:
         keys = bt.select("record_id", F.col("token").alias("block_key"), F.col("freq").alias("ub"))
     keys = keys.distinct()

@@ -42,7 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .config import LinkageProfile
-from .evidence import evidence_columns, evidence_score, shared_identifiers
+from .evidence import evidence_columns, evidence_score, given_name_first, shared_identifiers
 
 
 def comparison_tokens(
@@ -74,6 +74,8 @@ def comparison_tokens(
     n = float(n_refs or 1)
     lead, nums = evidence_columns("tokens", profile.identifierMinLen)
     ev = tokens.select("record_id", lead, nums)
+    if profile.givenNameFromData:
+        ev = given_name_first(ev)
     # washline household evidence: household identifiers per reference, and
     # whether the given name (first name token) is a standard (frequent) token
     if profile.householdIdentifierRule:

@@ -88,6 +88,11 @@ class LinkageProfile(BaseModel):
     #: washline: fold street suffixes and state names to their USPS
     #: abbreviation before frequencies (``hdwm.aliases``; AVENUE/AVNUE → AVE).
     foldAbbreviations: bool = False
+    #: washline: one spelling per number – an SSN written "123 45 6789" and a
+    #: phone "(501) 555-1234" become one digit run, and a token that reads as
+    #: a full date (YYYYMMDD, MMDDYYYY, DDMMYYYY, 7-digit M/D forms) becomes
+    #: YYYYMMDD (``hdwm.tokenizer.canonical_date``).
+    canonicalNumbers: bool = False
 
     # --- global correction (DWM25) ---
     runGlobalCorrection: bool = False
@@ -108,6 +113,9 @@ class LinkageProfile(BaseModel):
     #: washline: largest block (references) compared as one group; bigger
     #: blocks are split into deterministic sub-blocks of at most this size.
     maxBlockSize: int = Field(100, ge=2)
+    #: washline: with blockByPairs, a blocking token of frequency ≤ floor(√beta)
+    #: is also a block on its own (``hdwm.blocking.rare_token_limit``).
+    rareTokenBlocks: bool = False
 
     # --- stop tokens / comparison (DWM55, DWM65/66) ---
     sigma: int = 12
@@ -171,11 +179,18 @@ class LinkageProfile(BaseModel):
     #: washline household evidence (``hdwm.evidence``): a long number held by
     #: references whose given names conflict (a shared phone line, twins'
     #: date of birth) is a household identifier, never personal evidence.
+    #: washline: the given name is the name token seen first most often over
+    #: the input (``hdwm.evidence.given_name_first``), not always the first
+    #: token ("SMITH, JOHN" layouts).
+    givenNameFromData: bool = False
     householdIdentifierRule: bool = False
     #: washline: both references hold exactly one full date and the dates
     #: differ by more than one edit -> score 0 (a junior and a senior with the
     #: same name, address and phone).
     dateOfBirthConflictRule: bool = False
+    #: washline positive evidence: the same given name, another name token
+    #: and one full date of birth each (within one edit) -> the pair scores 1.0.
+    dateOfBirthMatchRule: bool = False
     #: washline: JR vs SR (II vs III, ...) in the name part -> score 0.
     generationConflictRule: bool = False
     #: washline: two frequent given names with the same first letter that are

@@ -150,10 +150,27 @@ def long_numbers(tokens, min_len: int = 7) -> list[str]:
     return [t for t in (tokens if tokens is not None else ()) if len(t) >= min_len and t.isdigit()]
 
 
-def _numbers_agree(a, b, max_edits: int) -> bool:
+def _number_pair_agrees(x: str, y: str, max_edits: int) -> bool:
     from rapidfuzz.distance import DamerauLevenshtein
 
-    return any(DamerauLevenshtein.distance(x, y, score_cutoff=max_edits) <= max_edits for x in a for y in b)
+    if DamerauLevenshtein.distance(x, y, score_cutoff=max_edits) <= max_edits:
+        return True
+    # a local number and the same number with its area code (4544412 / 2174544412)
+    short, long_ = (x, y) if len(x) < len(y) else (y, x)
+    return len(short) >= 7 and long_.endswith(short)
+
+
+def _numbers_agree(a, b, max_edits: int) -> bool:
+    return any(_number_pair_agrees(x, y, max_edits) for x in a for y in b)
+
+
+def _comparable(a, b) -> bool:
+    """Two identifier lists hold numbers of one shape (lengths within one
+    digit: an SSN with or without its leading zero; or one number the suffix
+    of the other: a phone with or without its area code), so their
+    disagreement means something. An SSN in one reference and a phone in the
+    other say nothing about each other."""
+    return any(abs(len(x) - len(y)) <= 1 or x.endswith(y) or y.endswith(x) for x in a for y in b)
 
 
 def given_name_conflict(lead_a, lead_b, min_similarity: float = 0.7) -> bool:
@@ -325,9 +342,53 @@ def conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, shared_b
         return True
     if profile.identifierConflictRule:
         # no long number agrees (identifiers, and dates: a shared date of birth lifts the veto)
-        if ia and ib and not _numbers_agree(na, nb, k) and not given_names_agree(lead_a, lead_b):
+        if (ia and ib and _comparable(ia, ib) and not _numbers_agree(na, nb, k)
+                and not given_names_agree(lead_a, lead_b)):
             return True
     return False
+
+
+def given_name_first(features):
+    """Move each reference's given name to the front of its name part, learnt from the data.
+
+    Layouts differ row by row (``JOHN A SMITH``, ``SMITH, JOHN A``,
+    ``SMITH JOHN``), so the first name token is not always the given name. A
+    token's *first-position rate* is the share of its occurrences in name
+    parts of two or more tokens where it comes first. Over a whole input
+    given names come first far more often than surnames (most layouts put
+    them first), so among the first three name tokens (two letters or more)
+    the one with the highest rate (ties: the earlier) is taken as the given
+    name and moved to the front; the other tokens keep their order. A name
+    part that starts with an initial is left as it is (``J SMITH``). Schema-
+    agnostic: no column names, only positions and counts over the input
+    (with ``link_references(frequencies=…)``, over the references linked).
+
+    Args:
+        features: DataFrame (``record_id``, ``lead`` array<string>, …).
+    Returns:
+        the same columns, ``lead`` reordered.
+    """
+    named = features.filter(F.size("lead") >= 2)
+    rate = (
+        named.select(F.posexplode("lead").alias("pos", "tok"))
+        .groupBy("tok")
+        .agg(F.avg((F.col("pos") == 0).cast("double")).alias("rate"))
+    )
+    cand = (
+        named.filter(F.length(F.col("lead")[0]) > 1)
+        .select("record_id", F.posexplode(F.slice("lead", 1, 3)).alias("pos", "tok"))
+        .filter(F.length("tok") >= 2)
+        .join(rate, "tok")
+    )
+    best = cand.groupBy("record_id").agg(
+        F.max(F.struct("rate", (-F.col("pos")).alias("npos"), "tok"))["tok"].alias("_given"))
+    cols = [c for c in features.columns if c != "lead"]
+    g = F.col("_given")
+    return features.join(best, "record_id", "left").select(
+        *cols,
+        F.when(g.isNotNull() & (g != F.col("lead")[0]),
+               F.concat(F.array(g), F.array_remove("lead", g))).otherwise(F.col("lead")).alias("lead"),
+    ).select(*features.columns)
 
 
 def shared_identifiers(features, profile):

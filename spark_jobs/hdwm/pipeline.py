@@ -289,7 +289,8 @@ def link_references(
         n_active = n_refs - n_assigned
         rec = {"iteration": it, "mu": mu, "epsilon": eps, "references": n_active, "blocks": 0,
                "largest_block": 0, "pairs_compared": 0, "links": 0, "clusters": 0,
-               "accepted_clusters": 0, "mean_quality": None, "unchanged": False, "seconds": 0.0}
+               "accepted_clusters": 0, "mean_quality": None, "unchanged": False, "components_checked": 0,
+               "oversize_components": 0, "seconds": 0.0}
         if n_active < 2:
             rec["seconds"] = round(time.time() - ti, 2)
             iterations.append(rec)

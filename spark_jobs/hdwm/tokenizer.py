@@ -30,12 +30,44 @@ from .config import LinkageProfile
 _SEP = r"[^\p{L}\p{N}]+"
 
 
+def _valid_date(y, m, d):
+    """Column boolean: y/m/d (string Columns of digits) form a date with year 1800–2099."""
+    yi, mi, di = y.cast("int"), m.cast("int"), d.cast("int")
+    return yi.between(1800, 2099) & mi.between(1, 12) & di.between(1, 31)
+
+
+def canonical_date(t):
+    """Column: an all-digit token that reads as a full date becomes ``YYYYMMDD``.
+
+    Readings tried in order (first valid wins): ``YYYYMMDD`` (kept),
+    ``MMDDYYYY``, ``DDMMYYYY`` (8 digits), then ``MDDYYYY`` and ``DMMYYYY``
+    (7 digits: a leading zero lost to ``stripLeadingZeros`` or never written).
+    Every other token is returned unchanged. So 1980-03-15, 03/15/1980 and
+    3/15/1980 are one token, ``19800315`` (washline; US month-first order
+    before day-first).
+    """
+    s = F.substring
+    is8 = t.rlike(r"^[0-9]{8}$")
+    is7 = t.rlike(r"^[0-9]{7}$")
+    return (
+        F.when(is8 & _valid_date(s(t, 1, 4), s(t, 5, 2), s(t, 7, 2)), t)
+        .when(is8 & _valid_date(s(t, 5, 4), s(t, 1, 2), s(t, 3, 2)), F.concat(s(t, 5, 4), s(t, 1, 2), s(t, 3, 2)))
+        .when(is8 & _valid_date(s(t, 5, 4), s(t, 3, 2), s(t, 1, 2)), F.concat(s(t, 5, 4), s(t, 3, 2), s(t, 1, 2)))
+        .when(is7 & _valid_date(s(t, 4, 4), s(t, 1, 1), s(t, 2, 2)),
+              F.concat(s(t, 4, 4), F.lit("0"), s(t, 1, 1), s(t, 2, 2)))
+        .when(is7 & _valid_date(s(t, 4, 4), s(t, 2, 2), s(t, 1, 1)),
+              F.concat(s(t, 4, 4), s(t, 2, 2), F.lit("0"), s(t, 1, 1)))
+        .otherwise(t)
+    )
+
+
 def tokens_column(
     text_col,
     tokenizer_type: str = "Splitter",
     remove_duplicates: bool = False,
     strip_zeros: bool = False,
     fold_aliases: bool = False,
+    canonical_numbers: bool = False,
 ):
     """Return a Column expression array<string> of tokens for ``text_col``.
 
@@ -47,6 +79,12 @@ def tokens_column(
         ValueError: unknown tokenizer_type.
     """
     u = F.upper(F.coalesce(text_col, F.lit("")))
+    if canonical_numbers:
+        # washline: one spelling per number before splitting – "053 90 3228"
+        # (an SSN written with spaces) and "(217) 454-4412" (a phone with its
+        # area code in brackets) become one digit run
+        u = F.regexp_replace(u, r"(?<![\p{N}])(\d{3})[ ]+(\d{2})[ ]+(\d{4})(?![\p{N}])", "$1$2$3")
+        u = F.regexp_replace(u, r"\((\d{3})\)[ ]*(\d{3})(?=[-. ]?\d{4}(?![\p{N}]))", "$1$2")
     if tokenizer_type == "Splitter":
         pass
     elif tokenizer_type == "CompressNbr":
@@ -67,6 +105,8 @@ def tokens_column(
                 t.rlike(r"^[0-9]+$"), F.coalesce(F.nullif(F.regexp_replace(t, r"^0+", ""), F.lit("")), F.lit("0"))
             ).otherwise(t),
         )
+    if canonical_numbers:
+        arr = F.transform(arr, canonical_date)
     if fold_aliases:
         from .aliases import fold_column
 
@@ -82,6 +122,6 @@ def tokenize(refs: DataFrame, profile: LinkageProfile) -> DataFrame:
         F.col("record_id").cast("string").alias("record_id"),
         tokens_column(
             F.col("text"), profile.tokenizerType, profile.removeDuplicateTokens, profile.stripLeadingZeros,
-            profile.foldAbbreviations,
+            profile.foldAbbreviations, profile.canonicalNumbers,
         ).alias("tokens"),
     )

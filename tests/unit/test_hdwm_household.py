@@ -79,8 +79,10 @@ def test_a_household_phone_no_longer_lifts_a_given_name_veto():
     mary = (["MARY", "SMITH"], ["5015551234"])
     # the shared phone agrees, which lifted the given-name veto
     assert not conflicting(*john, *mary, PROFILE)
-    # marked as a household identifier, it no longer does
-    assert conflicting(*john, *mary, PROFILE, ["5015551234"], ["5015551234"])
+    # marked as a household identifier (householdIdentifierRule), it no longer does
+    on = PROFILE.model_copy(update={"householdIdentifierRule": True})
+    assert conflicting(*john, *mary, on, ["5015551234"], ["5015551234"])
+    assert not conflicting(*john, *mary, PROFILE, ["5015551234"], ["5015551234"])  # rule off: ignored
 
 
 def _regroup(ids, edges, conflicts):
@@ -124,18 +126,18 @@ def test_engine_keeps_a_household_apart(spark, tmp_path):
     # one household: John and Mary Smith (two references each) and a bare
     # "J SMITH" reference at their address that scores with both of them
     refs = [
-        ("j1", "JOHN SMITH 12 OAK STREET PERTH 5015551234 123456789"),
-        ("j2", "JOHN SMITH 12 OAK STREET PERTH 5015551234 123456789"),
-        ("m1", "MARY SMITH 12 OAK STREET PERTH 5015551234 987654321"),
-        ("m2", "MARY SMITH 12 OAK STREET PERTH 5015551234 987654321"),
-        ("x1", "SMITH 12 OAK STREET PERTH 5015551234"),
+        ("j1", "JOHN SMITH 12 OAK STREET PERTH 123456789"),
+        ("j2", "JOHN SMITH 12 OAK STREET PERTH 123456789"),
+        ("m1", "MARY SMITH 12 OAK STREET PERTH 987654321"),
+        ("m2", "MARY SMITH 12 OAK STREET PERTH 987654321"),
+        ("x1", "SMITH 12 OAK STREET PERTH"),
     ]
     df = spark.createDataFrame(refs, "record_id string, text string")
     res = link_references(spark, df, PROFILE, str(tmp_path / "ck"))
     lab = {r["record_id"]: r["cluster_id"] for r in res.links.collect()}
     assert lab["j1"] == lab["j2"] and lab["m1"] == lab["m2"]
     assert lab["j1"] != lab["m1"]
-    plain = PROFILE.model_copy(update={"clusterConsistency": False, "householdIdentifierRule": False})
+    plain = PROFILE.model_copy(update={"clusterConsistency": False})
     res2 = link_references(spark, df, plain, str(tmp_path / "ck2"))
     lab2 = {r["record_id"]: r["cluster_id"] for r in res2.links.collect()}
     assert len(set(lab2.values())) < len(set(lab.values()))  # plain closure chains the household
@@ -169,3 +171,43 @@ def test_engine_human_decisions_and_global_frequencies(spark, tmp_path):
     assert lab2["a"] == lab2["b"] != lab2["c"]
     with pytest.raises(ValueError, match="reference_count"):
         link_references(spark, df, PROFILE, str(tmp_path / "ck3"), frequencies=freq, reference_count=2)
+
+
+def test_identifiers_of_different_shapes_do_not_conflict():
+    # an SSN in one reference and a phone in the other say nothing about each other
+    a = (["B", "M", "CARROLL"], ["53903228"])
+    b = (["BRENDA", "M", "CARROLL"], ["2174544412"])
+    assert not conflicting(*a, *b, PROFILE)
+    # two different SSNs do
+    c = (["B", "M", "CARROLL"], ["92230935"])
+    assert conflicting(*c, *(["BRENDA", "M", "CARROLL"], ["53903228"]), PROFILE)
+
+
+def test_a_local_number_agrees_with_its_full_form():
+    a = (["JOHN", "SMITH"], ["4544412"])
+    b = (["MARY", "SMITH"], ["2174544412"])
+    # given names conflict, but the numbers agree (suffix rule): no veto without the household rule
+    assert not conflicting(*a, *b, PROFILE)
+
+
+@pytest.mark.spark
+def test_given_name_is_learnt_from_positions(spark):
+    from hdwm.evidence import given_name_first
+
+    rows = [(f"r{i}", ["JOHN", "SMITH"], []) for i in range(3)] + [("x", ["SMITH", "JOHN"], []),
+                                                                    ("y", ["J", "SMITH"], [])]
+    df = spark.createDataFrame(rows, "record_id string, lead array<string>, nums array<string>")
+    out = {r["record_id"]: list(r["lead"]) for r in given_name_first(df).collect()}
+    assert out["x"] == ["JOHN", "SMITH"]  # JOHN comes first in 3 of 4 name parts, SMITH in 1
+    assert out["y"] == ["J", "SMITH"]  # an initial first is left alone
+    assert out["r0"] == ["JOHN", "SMITH"]
+
+
+@pytest.mark.spark
+def test_canonical_numbers_in_the_tokenizer(spark):
+    from hdwm.tokenizer import tokenize
+
+    df = spark.createDataFrame([("1", "053 90 3228, (217) 454-4412, 05/27/1967, 1967-05-27, 27/05/1967, 12 2000 3")],
+                               "record_id string, text string")
+    toks = tokenize(df, PROFILE).first()["tokens"]
+    assert toks == ["53903228", "2174544412", "19670527", "12", "2000", "3"]
