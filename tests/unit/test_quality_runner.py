@@ -16,7 +16,7 @@ def test_config_defaults_and_sources():
     cfg = runner.load_config()
     assert cfg["cluster_size"] == {"min": 1, "max": 50}
     assert 0.0 <= cfg["singleton_share"]["min"] <= cfg["singleton_share"]["max"] <= 1.0
-    assert cfg["source_names"] == ["febrl"]
+    assert cfg["source_names"] == ["febrl", "febrl4a", "febrl4b"]
     assert cfg["suites"] == list(runner.SUITE_NAMES)
     assert cfg["keep_runs"] == 5
 
