@@ -121,3 +121,17 @@ def test_summary_reports_the_nights_registry_figures():
     # without the registry there is no registry section
     plain = build_summary(D2, "r", {"link": {"clusters": 3}})
     assert plain["registry"] is None and "this night" not in render(plain)
+
+
+def test_link_xcom_carries_the_versions_complete_json(paths):
+    from washline.operators import SparkJobOperator
+
+    off = SparkJobOperator._registry_result(paths, {"registry": False, "rebuild": False})
+    assert off == {"enabled": False, "rebuild": False, "version": None, "complete": None}
+    with pytest.raises(registry.RegistryVersionError, match="_COMPLETE.json is missing"):
+        SparkJobOperator._registry_result(paths, {"registry": True, "rebuild": False})
+    _, night2 = two_nights()
+    write_version(paths.lake, night2)
+    on = SparkJobOperator._registry_result(paths, {"registry": True, "rebuild": True})
+    assert on["enabled"] and on["rebuild"] and on["version"] == str(paths.registry_version)
+    assert on["complete"] == night2.complete()
