@@ -83,10 +83,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "night":
         return run_night(args.dataset, args.ds)
-    return show_summary(args.ds)
+    return show_summary(args.ds, as_json=args.json)
 
 
-def show_summary(ds: str) -> int:
+def show_summary(ds: str, as_json: bool = False) -> int:
     """Print the run summary of ``ds``; 0 when published, 2 when not, 1 without a summary."""
     from washline.report import render
 
@@ -95,7 +95,7 @@ def show_summary(ds: str) -> int:
         print(f"no run summary for {ds} at {path}", file=sys.stderr)
         return 1
     payload = json.loads(path.read_text())
-    print(json.dumps(payload, indent=2) if args.json else render(payload))
+    print(json.dumps(payload, indent=2) if as_json else render(payload))
     print(f"\n(summary file: {path})")
     return 0 if payload.get("published") else 2
 

@@ -136,3 +136,26 @@ def test_febrl4_parts_land_as_two_sources_and_exclusive_clears_the_date(tmp_path
     assert all(i.endswith("-org") for i in ids["a"]) and all(i.endswith("-dup-0") for i in ids["b"])
     # every part B record duplicates one part A original
     assert {i.rsplit("-", 2)[0] for i in ids["b"]} == {i.rsplit("-", 1)[0] for i in ids["a"]}
+
+
+def test_demo_summary_prints_the_registry_figures(tmp_path, monkeypatch, capsys):
+    import json
+
+    from washline.demo import main
+    from washline.report import build_summary
+
+    monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
+    complete = {"ds": "2025-01-02", "base_ds": "2025-01-01", "references_total": 10000, "entities_total": 5004,
+                "night_references": 5000, "new_references": 5000, "joined_existing": 4990, "new_entities": 10,
+                "grows": 4990, "merges": 2, "splits": 1}
+    summary = build_summary("2025-01-02", "r", {"link": {"registry": {"enabled": True, "complete": complete}},
+                                                "publish": {"rows": {"entity_members": 10000}}})
+    path = tmp_path / "lake" / "reports" / "2025-01-02" / "run_summary.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(summary))
+    assert main(["summary", "--ds", "2025-01-02"]) == 0
+    out = capsys.readouterr().out
+    assert "5000 references: 5000 new, 4990 joined existing entities (99.8%)" in out
+    assert "10 new entities, 4990 grown, 2 merges, 1 splits" in out
+    assert main(["summary", "--ds", "2025-01-02", "--json"]) == 0
+    assert '"joined_existing": 4990' in capsys.readouterr().out
