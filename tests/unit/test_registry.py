@@ -121,6 +121,7 @@ def test_summary_reports_the_nights_registry_figures():
     # without the registry there is no registry section
     plain = build_summary(D2, "r", {"link": {"clusters": 3}})
     assert plain["registry"] is None and "this night" not in render(plain)
+    assert "not tracked across nights" in render(plain)
 
 
 def test_link_xcom_carries_the_versions_complete_json(paths):
