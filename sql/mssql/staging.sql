@@ -1,7 +1,8 @@
 -- washline staging and published tables for mssql (idempotent: safe to run again).
 -- GENERATED from plugins/washline/staging/spec.py by `python -m washline.staging.spec --write`;
 -- edit the spec, not this file. {schema} is replaced by the quoted schema and a dot, or by nothing.
--- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every table; load_id names the load.
+-- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every staging table; load_id names
+-- the load. entity_members and entities hold the whole published registry state (replaced at publish).
 
 IF OBJECT_ID(N'{schema}staging_records', N'U') IS NULL
 CREATE TABLE {schema}staging_records (
@@ -112,4 +113,73 @@ CREATE TABLE {schema}publish_log (
 	links BIGINT NOT NULL,
 	clusters BIGINT NOT NULL,
 	CONSTRAINT pk_publish_log PRIMARY KEY (ds, load_id)
+);
+
+IF OBJECT_ID(N'{schema}staging_entity_members', N'U') IS NULL
+CREATE TABLE {schema}staging_entity_members (
+	ds NVARCHAR(10) NOT NULL,
+	load_id NVARCHAR(250) NOT NULL,
+	source NVARCHAR(64) NOT NULL,
+	record_id NVARCHAR(128) NOT NULL,
+	entity_id NVARCHAR(32) NOT NULL,
+	first_seen_ds NVARCHAR(10) NOT NULL,
+	last_changed_ds NVARCHAR(10) NOT NULL,
+	CONSTRAINT pk_staging_entity_members PRIMARY KEY (ds, source, record_id)
+);
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'ix_staging_entity_members_entity' AND object_id = OBJECT_ID(N'{schema}staging_entity_members'))
+CREATE INDEX ix_staging_entity_members_entity ON {schema}staging_entity_members (ds, entity_id);
+
+IF OBJECT_ID(N'{schema}staging_entities', N'U') IS NULL
+CREATE TABLE {schema}staging_entities (
+	ds NVARCHAR(10) NOT NULL,
+	load_id NVARCHAR(250) NOT NULL,
+	entity_id NVARCHAR(32) NOT NULL,
+	member_count BIGINT NOT NULL,
+	first_seen_ds NVARCHAR(10) NOT NULL,
+	last_changed_ds NVARCHAR(10) NOT NULL,
+	golden_record NVARCHAR(4000) NULL,
+	CONSTRAINT pk_staging_entities PRIMARY KEY (ds, entity_id)
+);
+
+IF OBJECT_ID(N'{schema}staging_entity_changes', N'U') IS NULL
+CREATE TABLE {schema}staging_entity_changes (
+	ds NVARCHAR(10) NOT NULL,
+	load_id NVARCHAR(250) NOT NULL,
+	entity_id NVARCHAR(32) NOT NULL,
+	change NVARCHAR(8) NOT NULL,
+	from_entity_ids NVARCHAR(4000) NULL,
+	member_count BIGINT NOT NULL,
+	CONSTRAINT pk_staging_entity_changes PRIMARY KEY (ds, entity_id, change)
+);
+
+IF OBJECT_ID(N'{schema}entity_members', N'U') IS NULL
+CREATE TABLE {schema}entity_members (
+	source NVARCHAR(64) NOT NULL,
+	record_id NVARCHAR(128) NOT NULL,
+	entity_id NVARCHAR(32) NOT NULL,
+	first_seen_ds NVARCHAR(10) NOT NULL,
+	last_changed_ds NVARCHAR(10) NOT NULL,
+	CONSTRAINT pk_entity_members PRIMARY KEY (source, record_id)
+);
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'ix_entity_members_entity' AND object_id = OBJECT_ID(N'{schema}entity_members'))
+CREATE INDEX ix_entity_members_entity ON {schema}entity_members (entity_id);
+
+IF OBJECT_ID(N'{schema}entities', N'U') IS NULL
+CREATE TABLE {schema}entities (
+	entity_id NVARCHAR(32) NOT NULL,
+	member_count BIGINT NOT NULL,
+	first_seen_ds NVARCHAR(10) NOT NULL,
+	last_changed_ds NVARCHAR(10) NOT NULL,
+	golden_record NVARCHAR(4000) NULL,
+	CONSTRAINT pk_entities PRIMARY KEY (entity_id)
+);
+
+IF OBJECT_ID(N'{schema}entity_changes', N'U') IS NULL
+CREATE TABLE {schema}entity_changes (
+	ds NVARCHAR(10) NOT NULL,
+	entity_id NVARCHAR(32) NOT NULL,
+	change NVARCHAR(8) NOT NULL,
+	from_entity_ids NVARCHAR(4000) NULL,
+	member_count BIGINT NOT NULL,
+	CONSTRAINT pk_entity_changes PRIMARY KEY (ds, entity_id, change)
 );

@@ -1,7 +1,8 @@
 -- washline staging and published tables for oracle (idempotent: safe to run again).
 -- GENERATED from plugins/washline/staging/spec.py by `python -m washline.staging.spec --write`;
 -- edit the spec, not this file. {schema} is replaced by the quoted schema and a dot, or by nothing.
--- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every table; load_id names the load.
+-- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every staging table; load_id names
+-- the load. entity_members and entities hold the whole published registry state (replaced at publish).
 -- Statements are PL/SQL blocks separated by a line holding only '/'.
 
 BEGIN
@@ -174,6 +175,123 @@ CREATE TABLE {schema}publish_log (
 	links NUMBER(19) NOT NULL,
 	clusters NUMBER(19) NOT NULL,
 	CONSTRAINT pk_publish_log PRIMARY KEY (ds, load_id)
+)';
+EXCEPTION
+  -- ORA-00955: name is already used by an existing object (created before)
+  WHEN OTHERS THEN IF SQLCODE != -955 THEN RAISE; END IF;
+END;
+/
+
+BEGIN
+  EXECUTE IMMEDIATE '
+CREATE TABLE {schema}staging_entity_members (
+	ds VARCHAR2(10 CHAR) NOT NULL,
+	load_id VARCHAR2(250 CHAR) NOT NULL,
+	source VARCHAR2(64 CHAR) NOT NULL,
+	record_id VARCHAR2(128 CHAR) NOT NULL,
+	entity_id VARCHAR2(32 CHAR) NOT NULL,
+	first_seen_ds VARCHAR2(10 CHAR) NOT NULL,
+	last_changed_ds VARCHAR2(10 CHAR) NOT NULL,
+	CONSTRAINT pk_staging_entity_members PRIMARY KEY (ds, source, record_id)
+)';
+EXCEPTION
+  -- ORA-00955: name is already used by an existing object (created before)
+  WHEN OTHERS THEN IF SQLCODE != -955 THEN RAISE; END IF;
+END;
+/
+BEGIN
+  EXECUTE IMMEDIATE '
+CREATE INDEX ix_staging_entity_members_entity ON {schema}staging_entity_members (ds, entity_id)';
+EXCEPTION
+  -- ORA-00955: name is already used by an existing object (created before)
+  WHEN OTHERS THEN IF SQLCODE != -955 THEN RAISE; END IF;
+END;
+/
+
+BEGIN
+  EXECUTE IMMEDIATE '
+CREATE TABLE {schema}staging_entities (
+	ds VARCHAR2(10 CHAR) NOT NULL,
+	load_id VARCHAR2(250 CHAR) NOT NULL,
+	entity_id VARCHAR2(32 CHAR) NOT NULL,
+	member_count NUMBER(19) NOT NULL,
+	first_seen_ds VARCHAR2(10 CHAR) NOT NULL,
+	last_changed_ds VARCHAR2(10 CHAR) NOT NULL,
+	golden_record VARCHAR2(4000 CHAR),
+	CONSTRAINT pk_staging_entities PRIMARY KEY (ds, entity_id)
+)';
+EXCEPTION
+  -- ORA-00955: name is already used by an existing object (created before)
+  WHEN OTHERS THEN IF SQLCODE != -955 THEN RAISE; END IF;
+END;
+/
+
+BEGIN
+  EXECUTE IMMEDIATE '
+CREATE TABLE {schema}staging_entity_changes (
+	ds VARCHAR2(10 CHAR) NOT NULL,
+	load_id VARCHAR2(250 CHAR) NOT NULL,
+	entity_id VARCHAR2(32 CHAR) NOT NULL,
+	change VARCHAR2(8 CHAR) NOT NULL,
+	from_entity_ids VARCHAR2(4000 CHAR),
+	member_count NUMBER(19) NOT NULL,
+	CONSTRAINT pk_staging_entity_changes PRIMARY KEY (ds, entity_id, change)
+)';
+EXCEPTION
+  -- ORA-00955: name is already used by an existing object (created before)
+  WHEN OTHERS THEN IF SQLCODE != -955 THEN RAISE; END IF;
+END;
+/
+
+BEGIN
+  EXECUTE IMMEDIATE '
+CREATE TABLE {schema}entity_members (
+	source VARCHAR2(64 CHAR) NOT NULL,
+	record_id VARCHAR2(128 CHAR) NOT NULL,
+	entity_id VARCHAR2(32 CHAR) NOT NULL,
+	first_seen_ds VARCHAR2(10 CHAR) NOT NULL,
+	last_changed_ds VARCHAR2(10 CHAR) NOT NULL,
+	CONSTRAINT pk_entity_members PRIMARY KEY (source, record_id)
+)';
+EXCEPTION
+  -- ORA-00955: name is already used by an existing object (created before)
+  WHEN OTHERS THEN IF SQLCODE != -955 THEN RAISE; END IF;
+END;
+/
+BEGIN
+  EXECUTE IMMEDIATE '
+CREATE INDEX ix_entity_members_entity ON {schema}entity_members (entity_id)';
+EXCEPTION
+  -- ORA-00955: name is already used by an existing object (created before)
+  WHEN OTHERS THEN IF SQLCODE != -955 THEN RAISE; END IF;
+END;
+/
+
+BEGIN
+  EXECUTE IMMEDIATE '
+CREATE TABLE {schema}entities (
+	entity_id VARCHAR2(32 CHAR) NOT NULL,
+	member_count NUMBER(19) NOT NULL,
+	first_seen_ds VARCHAR2(10 CHAR) NOT NULL,
+	last_changed_ds VARCHAR2(10 CHAR) NOT NULL,
+	golden_record VARCHAR2(4000 CHAR),
+	CONSTRAINT pk_entities PRIMARY KEY (entity_id)
+)';
+EXCEPTION
+  -- ORA-00955: name is already used by an existing object (created before)
+  WHEN OTHERS THEN IF SQLCODE != -955 THEN RAISE; END IF;
+END;
+/
+
+BEGIN
+  EXECUTE IMMEDIATE '
+CREATE TABLE {schema}entity_changes (
+	ds VARCHAR2(10 CHAR) NOT NULL,
+	entity_id VARCHAR2(32 CHAR) NOT NULL,
+	change VARCHAR2(8 CHAR) NOT NULL,
+	from_entity_ids VARCHAR2(4000 CHAR),
+	member_count NUMBER(19) NOT NULL,
+	CONSTRAINT pk_entity_changes PRIMARY KEY (ds, entity_id, change)
 )';
 EXCEPTION
   -- ORA-00955: name is already used by an existing object (created before)

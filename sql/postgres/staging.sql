@@ -1,7 +1,8 @@
 -- washline staging and published tables for postgres (idempotent: safe to run again).
 -- GENERATED from plugins/washline/staging/spec.py by `python -m washline.staging.spec --write`;
 -- edit the spec, not this file. {schema} is replaced by the quoted schema and a dot, or by nothing.
--- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every table; load_id names the load.
+-- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every staging table; load_id names
+-- the load. entity_members and entities hold the whole published registry state (replaced at publish).
 
 CREATE TABLE IF NOT EXISTS {schema}staging_records (
 	ds VARCHAR(10) NOT NULL,
@@ -101,4 +102,65 @@ CREATE TABLE IF NOT EXISTS {schema}publish_log (
 	links BIGINT NOT NULL,
 	clusters BIGINT NOT NULL,
 	CONSTRAINT pk_publish_log PRIMARY KEY (ds, load_id)
+);
+
+CREATE TABLE IF NOT EXISTS {schema}staging_entity_members (
+	ds VARCHAR(10) NOT NULL,
+	load_id VARCHAR(250) NOT NULL,
+	source VARCHAR(64) NOT NULL,
+	record_id VARCHAR(128) NOT NULL,
+	entity_id VARCHAR(32) NOT NULL,
+	first_seen_ds VARCHAR(10) NOT NULL,
+	last_changed_ds VARCHAR(10) NOT NULL,
+	CONSTRAINT pk_staging_entity_members PRIMARY KEY (ds, source, record_id)
+);
+CREATE INDEX IF NOT EXISTS ix_staging_entity_members_entity ON {schema}staging_entity_members (ds, entity_id);
+
+CREATE TABLE IF NOT EXISTS {schema}staging_entities (
+	ds VARCHAR(10) NOT NULL,
+	load_id VARCHAR(250) NOT NULL,
+	entity_id VARCHAR(32) NOT NULL,
+	member_count BIGINT NOT NULL,
+	first_seen_ds VARCHAR(10) NOT NULL,
+	last_changed_ds VARCHAR(10) NOT NULL,
+	golden_record VARCHAR(4000),
+	CONSTRAINT pk_staging_entities PRIMARY KEY (ds, entity_id)
+);
+
+CREATE TABLE IF NOT EXISTS {schema}staging_entity_changes (
+	ds VARCHAR(10) NOT NULL,
+	load_id VARCHAR(250) NOT NULL,
+	entity_id VARCHAR(32) NOT NULL,
+	change VARCHAR(8) NOT NULL,
+	from_entity_ids VARCHAR(4000),
+	member_count BIGINT NOT NULL,
+	CONSTRAINT pk_staging_entity_changes PRIMARY KEY (ds, entity_id, change)
+);
+
+CREATE TABLE IF NOT EXISTS {schema}entity_members (
+	source VARCHAR(64) NOT NULL,
+	record_id VARCHAR(128) NOT NULL,
+	entity_id VARCHAR(32) NOT NULL,
+	first_seen_ds VARCHAR(10) NOT NULL,
+	last_changed_ds VARCHAR(10) NOT NULL,
+	CONSTRAINT pk_entity_members PRIMARY KEY (source, record_id)
+);
+CREATE INDEX IF NOT EXISTS ix_entity_members_entity ON {schema}entity_members (entity_id);
+
+CREATE TABLE IF NOT EXISTS {schema}entities (
+	entity_id VARCHAR(32) NOT NULL,
+	member_count BIGINT NOT NULL,
+	first_seen_ds VARCHAR(10) NOT NULL,
+	last_changed_ds VARCHAR(10) NOT NULL,
+	golden_record VARCHAR(4000),
+	CONSTRAINT pk_entities PRIMARY KEY (entity_id)
+);
+
+CREATE TABLE IF NOT EXISTS {schema}entity_changes (
+	ds VARCHAR(10) NOT NULL,
+	entity_id VARCHAR(32) NOT NULL,
+	change VARCHAR(8) NOT NULL,
+	from_entity_ids VARCHAR(4000),
+	member_count BIGINT NOT NULL,
+	CONSTRAINT pk_entity_changes PRIMARY KEY (ds, entity_id, change)
 );

@@ -1,7 +1,8 @@
 -- washline staging and published tables for sqlite (idempotent: safe to run again).
 -- GENERATED from plugins/washline/staging/spec.py by `python -m washline.staging.spec --write`;
 -- edit the spec, not this file. {schema} is replaced by the quoted schema and a dot, or by nothing.
--- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every table; load_id names the load.
+-- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every staging table; load_id names
+-- the load. entity_members and entities hold the whole published registry state (replaced at publish).
 
 CREATE TABLE IF NOT EXISTS {schema}staging_records (
 	ds TEXT NOT NULL,
@@ -101,4 +102,65 @@ CREATE TABLE IF NOT EXISTS {schema}publish_log (
 	links INTEGER NOT NULL,
 	clusters INTEGER NOT NULL,
 	CONSTRAINT pk_publish_log PRIMARY KEY (ds, load_id)
+);
+
+CREATE TABLE IF NOT EXISTS {schema}staging_entity_members (
+	ds TEXT NOT NULL,
+	load_id TEXT NOT NULL,
+	source TEXT NOT NULL,
+	record_id TEXT NOT NULL,
+	entity_id TEXT NOT NULL,
+	first_seen_ds TEXT NOT NULL,
+	last_changed_ds TEXT NOT NULL,
+	CONSTRAINT pk_staging_entity_members PRIMARY KEY (ds, source, record_id)
+);
+CREATE INDEX IF NOT EXISTS ix_staging_entity_members_entity ON {schema}staging_entity_members (ds, entity_id);
+
+CREATE TABLE IF NOT EXISTS {schema}staging_entities (
+	ds TEXT NOT NULL,
+	load_id TEXT NOT NULL,
+	entity_id TEXT NOT NULL,
+	member_count INTEGER NOT NULL,
+	first_seen_ds TEXT NOT NULL,
+	last_changed_ds TEXT NOT NULL,
+	golden_record TEXT,
+	CONSTRAINT pk_staging_entities PRIMARY KEY (ds, entity_id)
+);
+
+CREATE TABLE IF NOT EXISTS {schema}staging_entity_changes (
+	ds TEXT NOT NULL,
+	load_id TEXT NOT NULL,
+	entity_id TEXT NOT NULL,
+	change TEXT NOT NULL,
+	from_entity_ids TEXT,
+	member_count INTEGER NOT NULL,
+	CONSTRAINT pk_staging_entity_changes PRIMARY KEY (ds, entity_id, change)
+);
+
+CREATE TABLE IF NOT EXISTS {schema}entity_members (
+	source TEXT NOT NULL,
+	record_id TEXT NOT NULL,
+	entity_id TEXT NOT NULL,
+	first_seen_ds TEXT NOT NULL,
+	last_changed_ds TEXT NOT NULL,
+	CONSTRAINT pk_entity_members PRIMARY KEY (source, record_id)
+);
+CREATE INDEX IF NOT EXISTS ix_entity_members_entity ON {schema}entity_members (entity_id);
+
+CREATE TABLE IF NOT EXISTS {schema}entities (
+	entity_id TEXT NOT NULL,
+	member_count INTEGER NOT NULL,
+	first_seen_ds TEXT NOT NULL,
+	last_changed_ds TEXT NOT NULL,
+	golden_record TEXT,
+	CONSTRAINT pk_entities PRIMARY KEY (entity_id)
+);
+
+CREATE TABLE IF NOT EXISTS {schema}entity_changes (
+	ds TEXT NOT NULL,
+	entity_id TEXT NOT NULL,
+	change TEXT NOT NULL,
+	from_entity_ids TEXT,
+	member_count INTEGER NOT NULL,
+	CONSTRAINT pk_entity_changes PRIMARY KEY (ds, entity_id, change)
 );

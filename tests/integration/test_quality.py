@@ -354,7 +354,7 @@ def test_no_full_slice_reads_and_views_are_dropped(loaded, febrl_parquet, tmp_pa
         loaded, DS, {"staging_records": counts["records"], "staging_links": counts["links"],
                      "staging_clusters": counts["clusters"]}, tmp_path / "docs-query", use_views=False)
     assert before["status"] == "PASS" and before["slice_source"] == "query"
-    marks = [" ".join(runner.query_for(s, DS, before["dialect"]).split())[:60] for s in runner.SLICE_QUERIES]
+    marks = [" ".join(runner.query_for(s, DS, before["dialect"]).split())[:60] for s in runner.SUITE_NAMES]
     full = [r["sql"] for r in runner.row_reads(before["sql"], marks) if r["limit"] is None]
     assert all(any(m in sql for sql in full) for m in marks), full  # each slice read whole at least once
 

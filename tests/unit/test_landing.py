@@ -114,3 +114,48 @@ def test_demo_land_inside_the_data_root_still_works(tmp_path, monkeypatch, capsy
     monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
     assert main(["land", "--dataset", "febrl1", "--ds", "2025-01-01", "--landing", "in"]) == 0
     assert sorted((tmp_path / "in" / "febrl" / "2025-01-01").glob("*.csv"))
+
+
+def test_febrl4_parts_land_as_two_sources_and_exclusive_clears_the_date(tmp_path):
+    """issue 13 demo: FEBRL4 part A as source febrl4a, part B as febrl4b; an
+    exclusive landing leaves the date to its own source (other dates untouched)."""
+    import csv
+
+    land_febrl("febrl1", "2025-01-01", tmp_path, parts=1)
+    land_febrl("febrl1", "2024-12-31", tmp_path, parts=1)
+    a = land_febrl("febrl4a", "2025-01-01", tmp_path, parts=2, exclusive=True)
+    assert all(p.parent == tmp_path / "febrl4a" / "2025-01-01" for p in a)
+    assert not (tmp_path / "febrl" / "2025-01-01").exists() and (tmp_path / "febrl" / "2024-12-31").is_dir()
+    b = land_febrl("febrl4b", "2025-01-02", tmp_path, parts=1)
+    ids = {}
+    for name, files in (("a", a), ("b", b)):
+        rows = [r for f in files for r in csv.DictReader(f.open(encoding="utf-8"))]
+        assert list(rows[0]) == list(FEBRL_COLUMNS)
+        ids[name] = [r["rec_id"] for r in rows]
+    assert len(ids["a"]) == len(set(ids["a"])) == 5000 and len(ids["b"]) == len(set(ids["b"])) == 5000
+    assert all(i.endswith("-org") for i in ids["a"]) and all(i.endswith("-dup-0") for i in ids["b"])
+    # every part B record duplicates one part A original
+    assert {i.rsplit("-", 2)[0] for i in ids["b"]} == {i.rsplit("-", 1)[0] for i in ids["a"]}
+
+
+def test_demo_summary_prints_the_registry_figures(tmp_path, monkeypatch, capsys):
+    import json
+
+    from washline.demo import main
+    from washline.report import build_summary
+
+    monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
+    complete = {"ds": "2025-01-02", "base_ds": "2025-01-01", "references_total": 10000, "entities_total": 5004,
+                "night_references": 5000, "new_references": 5000, "joined_existing": 4990, "new_entities": 10,
+                "grows": 4990, "merges": 2, "splits": 1}
+    summary = build_summary("2025-01-02", "r", {"link": {"registry": {"enabled": True, "complete": complete}},
+                                                "publish": {"rows": {"entity_members": 10000}}})
+    path = tmp_path / "lake" / "reports" / "2025-01-02" / "run_summary.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(summary))
+    assert main(["summary", "--ds", "2025-01-02"]) == 0
+    out = capsys.readouterr().out
+    assert "5000 references: 5000 new, 4990 joined existing entities (99.8%)" in out
+    assert "10 new entities, 4990 grown, 2 merges, 1 splits" in out
+    assert main(["summary", "--ds", "2025-01-02", "--json"]) == 0
+    assert '"joined_existing": 4990' in capsys.readouterr().out

@@ -16,7 +16,7 @@ def test_config_defaults_and_sources():
     cfg = runner.load_config()
     assert cfg["cluster_size"] == {"min": 1, "max": 50}
     assert 0.0 <= cfg["singleton_share"]["min"] <= cfg["singleton_share"]["max"] <= 1.0
-    assert cfg["source_names"] == ["febrl"]
+    assert cfg["source_names"] == ["febrl", "febrl4a", "febrl4b"]
     assert cfg["suites"] == list(runner.SUITE_NAMES)
     assert cfg["keep_runs"] == 5
 
@@ -219,3 +219,43 @@ def test_row_reads_flags_row_fetches_not_aggregates():
     ]
     reads = runner.row_reads(statements, [v])
     assert [(r["seconds"], r["limit"]) for r in reads] == [(9.4, None), (2.0, 5)]
+
+
+@pytest.mark.parametrize("name", runner.REGISTRY_SUITE_NAMES)
+def test_registry_suites_are_valid_and_have_slice_queries(name):
+    """issue 13: the registry suites take their counts from _COMPLETE.json and
+    each has a slice query; the continuity check reads the published entities."""
+    import great_expectations as gx
+
+    spec = runner.load_suite_spec(name)
+    assert spec["name"] == name and name in runner.SLICE_QUERIES
+    complete = {"references_total": 10, "entities_total": 4, "new_references": 4, "new_entities": 1, "grows": 1,
+                "merges": 1, "splits": 0}
+    known = set(runner.suite_parameters({}, runner.load_config(), complete))
+    for exp in spec["expectations"]:
+        assert exp["meta"]["severity"] in ("critical", "warning"), exp
+        assert set(re.findall(r'"\$PARAMETER": "(\w+)"', json.dumps(exp))) <= known
+    for dialect in ("mssql", "sqlite"):
+        gx.ExpectationSuite(name=name, expectations=runner.adapt_for_dialect(spec, dialect)["expectations"])
+    sql = runner.query_for(name, "2025-01-02", "mssql", "etl")
+    assert "[etl]." in sql and "'2025-01-02'" in sql
+
+
+def test_registry_counts_and_only_warnings_for_the_shares():
+    params = runner.suite_parameters({}, runner.load_config(), {
+        "references_total": 10, "entities_total": 4, "new_references": 4, "new_entities": 1, "grows": 1,
+        "merges": 1, "splits": 2})
+    assert {k: params[k] for k in runner.REGISTRY_COUNT_PARAMETERS} == {
+        "expected_member_rows": 10, "expected_entity_rows": 4, "expected_change_rows": 5,
+        "expected_new_references": 4}
+    assert (params["joined_share_min"], params["joined_share_max"]) == (0.0, 1.0)
+    shares = [e for name in ("staging_clusters", "staging_entity_members")
+              for e in runner.load_suite_spec(name)["expectations"] if e["type"] == "expect_column_mean_to_be_between"]
+    assert {e["kwargs"]["column"]: e["meta"]["severity"] for e in shares} == {
+        "singleton": "warning", "joined_existing": "warning"}
+
+
+def test_continuity_concatenates_per_dialect():
+    assert "',' + c.from_entity_ids + ','" in runner.query_for("entity_continuity", "2025-01-02", "mssql")
+    assert "',' || c.from_entity_ids || ','" in runner.query_for("entity_continuity", "2025-01-02", "oracle")
+    assert '"ENTITIES" p' in runner.query_for("entity_continuity", "2025-01-02", "oracle")

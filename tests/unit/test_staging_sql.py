@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from washline.staging.dialects import ddl_statements, qualify, quote_ident, render, validate_schema
-from washline.staging.publish import publish_plan
-from washline.staging.spec import DIALECT_NAMES, TABLES, ddl_path, render_ddl
+from washline.staging.publish import entity_publish_plan, publish_plan
+from washline.staging.spec import DIALECT_NAMES, ENTITY_TABLES, TABLES, ddl_path, render_ddl
 
 EXPECTED = Path(__file__).resolve().parents[1] / "expected" / "staging"
 UPDATE = os.environ.get("WASHLINE_UPDATE_EXPECTED") == "1"
@@ -45,7 +45,10 @@ def test_checked_in_ddl_matches_the_spec(dialect):
 def test_every_table_has_ds_load_id_and_a_primary_key(dialect):
     text = ddl_path(dialect).read_text()
     for name, spec in TABLES.items():
-        assert spec.column_names[:2] == ["ds", "load_id"]
+        if name in ENTITY_TABLES.values():  # the published registry: exactly the contract columns
+            assert "load_id" not in spec.column_names
+        else:
+            assert spec.column_names[:2] == ["ds", "load_id"]
         assert f"CONSTRAINT pk_{name} PRIMARY KEY ({', '.join(spec.primary_key)})" in text
         for ix, cols in spec.indexes:
             assert re.search(rf"CREATE INDEX (IF NOT EXISTS )?{ix} ON \{{schema\}}{name} \({', '.join(cols)}\)", text)
@@ -126,3 +129,39 @@ def test_publish_binds_follow_each_driver():
     assert sql.endswith("ds = :ds AND load_id = :load_id")
     sql, params = render("DELETE FROM t WHERE ds = :ds AND load_id = :load_id", "sqlite", SAMPLE)
     assert sql.endswith("ds = ? AND load_id = ?") and params == ("2025-01-01", SAMPLE["load_id"])
+
+
+def test_entity_tables_follow_the_contract():
+    """issue 13: the published registry tables carry exactly the agreed columns;
+    their staging twins add the slice key (ds, load_id) and keep one version per ds."""
+    assert TABLES["entity_members"].column_names == ["source", "record_id", "entity_id", "first_seen_ds",
+                                                     "last_changed_ds"]
+    assert TABLES["entity_members"].primary_key == ("source", "record_id")
+    assert TABLES["entities"].column_names == ["entity_id", "member_count", "first_seen_ds", "last_changed_ds",
+                                               "golden_record"]
+    assert TABLES["entity_changes"].column_names == ["ds", "entity_id", "change", "from_entity_ids",
+                                                     "member_count"]
+    for staging, published in ENTITY_TABLES.items():
+        cols = TABLES[staging].column_names
+        assert cols[:2] == ["ds", "load_id"]
+        assert [c for c in cols if c not in ("ds", "load_id")] == [
+            c for c in TABLES[published].column_names if c != "ds"]
+    assert TABLES["staging_entity_members"].lake_only == ("text", "attributes")
+
+
+def _entity_publish_text(dialect: str, schema: str | None) -> str:
+    columns = {published: TABLES[published].column_names for published in ENTITY_TABLES.values()}
+    out = []
+    for step in entity_publish_plan(dialect, columns, schema):
+        sql, params = render(step.sql, dialect, {k: v for k, v in SAMPLE.items() if f":{k}" in step.sql})
+        out.append(f"-- {step.name}  params={params!r}\n{sql};\n")
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("dialect", ["mssql", "oracle", "postgres", "sqlite"])
+def test_entity_publish_statements_match_reviewed_files(dialect):
+    text = _entity_publish_text(dialect, "washline" if dialect != "sqlite" else None)
+    # members and entities are replaced whole; changes and pruning are per date
+    assert re.search(r"-- delete:entity_members  params=(\{\}|\(\))\nDELETE FROM \S*entity_members\S*;", text, re.I)
+    assert "delete:entity_changes  params={'ds'" in text or "delete:entity_changes  params=('2025" in text
+    _assert_expected(f"publish_entities_{dialect}.sql", text)

@@ -1,7 +1,11 @@
 """Validate one logical date's staging slice with Great Expectations (GX Core 1.x).
 
 Three suites, one per staging table, are versioned JSON files under
-``include/gx/`` (``staging_records``, ``staging_links``, ``staging_clusters``);
+``include/gx/`` (``staging_records``, ``staging_links``, ``staging_clusters``),
+and on a night that uses the entity registry four more check the staged new
+state before it is published (``staging_entity_members``, ``staging_entities``,
+``staging_entity_changes``, and ``entity_continuity``, a cross-table check of
+the published ``entities`` against the staged state and the night's changes);
 their tunable bounds live in ``include/gx/quality.yaml`` and reach the suites
 as suite parameters (``{"$PARAMETER": name}``), together with the expected row
 counts passed in from the upstream tasks.
@@ -59,6 +63,10 @@ logging.getLogger("great_expectations").setLevel(logging.WARNING)
 SUITES_DIR = REPO_ROOT / "include" / "gx"
 CONFIG_FILE = "quality.yaml"
 SUITE_NAMES = ("staging_records", "staging_links", "staging_clusters")
+#: Suites of the entity registry (issue 13), run on a registry night only: the
+#: staged new state of the date and its continuity with the published entities.
+REGISTRY_SUITE_NAMES = ("staging_entity_members", "staging_entities", "staging_entity_changes",
+                        "entity_continuity")
 
 #: Suite → the suite parameter holding its expected row count.
 ROW_COUNT_PARAMETERS = {
@@ -66,6 +74,17 @@ ROW_COUNT_PARAMETERS = {
     "staging_links": "expected_link_rows",
     "staging_clusters": "expected_cluster_rows",
 }
+
+#: Suite parameters that carry upstream counts: an expectation using one that
+#: was not passed is SKIPPED (listed), never run against a missing value. The
+#: registry ones come from the version's ``_COMPLETE.json``.
+REGISTRY_COUNT_PARAMETERS = ("expected_member_rows", "expected_entity_rows", "expected_change_rows",
+                             "expected_new_references")
+COUNT_PARAMETERS = (*ROW_COUNT_PARAMETERS.values(), *REGISTRY_COUNT_PARAMETERS)
+
+#: String concatenation per dialect (the continuity check matches an id inside
+#: the comma-separated ``from_entity_ids``).
+CONCAT = {"sqlite": "||", "postgres": "||", "mssql": "+", "oracle": "||"}
 
 #: ``date_of_birth`` as ISO ``YYYY-MM-DD`` text, per dialect (PostgreSQL,
 #: SQL Server and Oracle store DATE; SQLite stores the ISO text already).
@@ -114,6 +133,53 @@ SLICE_QUERIES = {
         "GROUP BY cluster_id) l ON l.cluster_id = c.cluster_id "
         "WHERE c.ds = '{ds}'"
     ),
+    # Registry (issue 13). Each staged member with its entity looked up in the
+    # staged entities (NULL = orphan), a 0/1 flag "first seen this night", and
+    # for those, 0/1 "joined an entity that existed before" (NULL otherwise, so
+    # the column's mean is the share of the night's new references that joined).
+    "staging_entity_members": (
+        "SELECT m.ds AS ds, m.source AS source, m.record_id AS record_id, m.entity_id AS entity_id, "
+        "m.first_seen_ds AS first_seen_ds, m.last_changed_ds AS last_changed_ds, "
+        "e.entity_id AS entity_in_entities, "
+        "CASE WHEN m.first_seen_ds = '{ds}' THEN 1 ELSE 0 END AS new_reference, "
+        "CASE WHEN m.first_seen_ds = '{ds}' THEN "
+        "CASE WHEN e.first_seen_ds < '{ds}' THEN 1 ELSE 0 END END AS joined_existing "
+        "FROM {members} m LEFT JOIN ("
+        "SELECT entity_id, first_seen_ds FROM {entities} WHERE ds = '{ds}') e ON e.entity_id = m.entity_id "
+        "WHERE m.ds = '{ds}'"
+    ),
+    # Each staged entity with the number of staged members naming it.
+    "staging_entities": (
+        "SELECT e.ds AS ds, e.entity_id AS entity_id, e.member_count AS member_count, "
+        "e.first_seen_ds AS first_seen_ds, e.last_changed_ds AS last_changed_ds, "
+        "COALESCE(m.members, 0) AS counted_members "
+        "FROM {entities} e LEFT JOIN ("
+        "SELECT entity_id, COUNT(*) AS members FROM {members} WHERE ds = '{ds}' GROUP BY entity_id) m "
+        "ON m.entity_id = e.entity_id "
+        "WHERE e.ds = '{ds}'"
+    ),
+    # Each of the night's change rows with its entity looked up in the staged
+    # state, and a 0/1 flag for a merge/split that names no source entity.
+    "staging_entity_changes": (
+        "SELECT c.ds AS ds, c.entity_id AS entity_id, c.change AS change, c.member_count AS member_count, "
+        "e.entity_id AS entity_in_entities, "
+        "CASE WHEN c.change IN ('merge', 'split') AND (c.from_entity_ids IS NULL OR c.from_entity_ids = '') "
+        "THEN 1 ELSE 0 END AS missing_sources "
+        "FROM {changes} c LEFT JOIN (SELECT entity_id FROM {entities} WHERE ds = '{ds}') e "
+        "ON e.entity_id = c.entity_id "
+        "WHERE c.ds = '{ds}'"
+    ),
+    # Each PUBLISHED entity (the state the night linked against): vanished_id is
+    # its id when it is neither in the staged state nor named by a merge or
+    # split row of the night, else NULL.
+    "entity_continuity": (
+        "SELECT p.entity_id AS entity_id, "
+        "CASE WHEN EXISTS (SELECT 1 FROM {entities} s WHERE s.ds = '{ds}' AND s.entity_id = p.entity_id) "
+        "OR EXISTS (SELECT 1 FROM {changes} c WHERE c.ds = '{ds}' AND c.change IN ('merge', 'split') "
+        "AND ',' {cat} c.from_entity_ids {cat} ',' LIKE '%,' {cat} p.entity_id {cat} ',%') "
+        "THEN NULL ELSE p.entity_id END AS vanished_id "
+        "FROM {published_entities} p"
+    ),
 }
 
 #: Result format of the validation run: ``unexpected_count`` and
@@ -152,7 +218,8 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
 
     Returns:
         ``{"cluster_size": {"min", "max"}, "singleton_share": {"min", "max"},
-        "source_names": [..], "suites": [..], "keep_runs": int}``.
+        "joined_share": {"min", "max"}, "source_names": [..], "suites": [..],
+        "registry_suites": [..], "keep_runs": int}``.
 
     Raises:
         QualityConfigError: file missing, unreadable or a bound out of range
@@ -170,13 +237,17 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
     try:
         size = {k: int(doc["cluster_size"][k]) for k in ("min", "max")}
         share = {k: float(doc["singleton_share"][k]) for k in ("min", "max")}
+        joined = {k: float((doc.get("joined_share") or {"min": 0.0, "max": 1.0})[k]) for k in ("min", "max")}
     except (KeyError, TypeError, ValueError) as exc:
         raise QualityConfigError(f"{path}: cluster_size/singleton_share need numeric min and max ({exc!r})") from exc
     if not 1 <= size["min"] <= size["max"]:
         raise QualityConfigError(f"{path}: cluster_size needs 1 <= min <= max, got {size}")
     if not 0.0 <= share["min"] <= share["max"] <= 1.0:
         raise QualityConfigError(f"{path}: singleton_share needs 0 <= min <= max <= 1, got {share}")
+    if not 0.0 <= joined["min"] <= joined["max"] <= 1.0:
+        raise QualityConfigError(f"{path}: joined_share needs 0 <= min <= max <= 1, got {joined}")
     suites = list(doc.get("suites") or SUITE_NAMES)
+    registry_suites = list(doc.get("registry_suites") or REGISTRY_SUITE_NAMES)
     try:
         keep_runs = int(doc.get("keep_runs", DEFAULT_KEEP_RUNS))
     except (TypeError, ValueError) as exc:
@@ -191,8 +262,8 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
         raise QualityConfigError(f"{path}: cannot read source names from {sources_path}: {exc!r}") from exc
     if not source_names:
         raise QualityConfigError(f"{path}: {sources_path} declares no sources")
-    return {"cluster_size": size, "singleton_share": share, "source_names": source_names, "suites": suites,
-            "keep_runs": keep_runs}
+    return {"cluster_size": size, "singleton_share": share, "joined_share": joined, "source_names": source_names,
+            "suites": suites, "registry_suites": registry_suites, "keep_runs": keep_runs}
 
 
 DEFAULT_KEEP_RUNS = 5
@@ -286,9 +357,23 @@ def load_suite(name: str, suites_dir: Path | None = None, dialect: str | None = 
         raise ValueError(f"invalid expectation suite {(suites_dir or SUITES_DIR) / (name + '.json')}: {exc}") from exc
 
 
-def suite_parameters(expected_rows: Mapping[str, int | None], config: Mapping[str, Any]) -> dict[str, Any]:
-    """The suite parameters of one run: expected counts plus configured bounds."""
+def registry_counts(complete: Mapping[str, Any]) -> dict[str, int]:
+    """The registry suites' expected counts from a version's ``_COMPLETE.json``."""
+    from washline.registry import expected_change_rows
+
+    return {"expected_member_rows": int(complete["references_total"]),
+            "expected_entity_rows": int(complete["entities_total"]),
+            "expected_change_rows": expected_change_rows(complete),
+            "expected_new_references": int(complete["new_references"])}
+
+
+def suite_parameters(expected_rows: Mapping[str, int | None], config: Mapping[str, Any],
+                     registry: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The suite parameters of one run: expected counts plus configured bounds
+    (and, given a ``_COMPLETE.json`` as ``registry``, its counts)."""
     params: dict[str, Any] = {
+        "joined_share_min": config["joined_share"]["min"],
+        "joined_share_max": config["joined_share"]["max"],
         "cluster_size_min": config["cluster_size"]["min"],
         "cluster_size_max": config["cluster_size"]["max"],
         "singleton_share_min": config["singleton_share"]["min"],
@@ -298,6 +383,8 @@ def suite_parameters(expected_rows: Mapping[str, int | None], config: Mapping[st
     for suite, name in ROW_COUNT_PARAMETERS.items():
         if expected_rows.get(suite) is not None:
             params[name] = int(expected_rows[suite])
+    if registry is not None:
+        params.update(registry_counts(registry))
     return params
 
 
@@ -615,13 +702,14 @@ def refresh_statistics(conn_id: str, dialect: str, schema: str | None = None) ->
     """
     if dialect != "postgres":
         return False
-    from washline.staging.dialects import STAGING_TABLES, get_db_hook, qualify
+    from washline.staging.dialects import ENTITY_STAGING_TABLES, STAGING_TABLES, get_db_hook, qualify
 
     hook, _ = get_db_hook(conn_id)
     conn = hook.get_conn()
     try:
         cur = conn.cursor()
-        cur.execute("ANALYZE " + ", ".join(qualify(t, dialect, schema) for t in STAGING_TABLES))
+        tables = (*STAGING_TABLES, *ENTITY_STAGING_TABLES, "entities")
+        cur.execute("ANALYZE " + ", ".join(qualify(t, dialect, schema) for t in tables))
         conn.commit()
         return True
     except Exception as exc:  # e.g. not the tables' owner
@@ -642,6 +730,7 @@ def validate_staging(
     config_path: Path | None = None,
     schema: str | None = None,
     use_views: bool = True,
+    registry: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Validate the ``ds`` slice of every staging table with its suite, in one checkpoint.
 
@@ -663,6 +752,9 @@ def validate_staging(
             or a connection that may not CREATE VIEW, uses GX query assets
             (same expectations, slower: GX runs each slice query once more and
             fetches all its rows to learn the column names).
+        registry: the registry version's ``_COMPLETE.json`` on a registry
+            night: adds the ``registry_suites`` of ``quality.yaml`` (default
+            :data:`REGISTRY_SUITE_NAMES`) with its counts as expected values.
 
     Returns:
         ``{"status", "blocks_publish", "expectations": [...] (see
@@ -682,7 +774,8 @@ def validate_staging(
                                "schema": schema, "slice_source": None, "views": []}
     try:
         with capture_sql() as statements:
-            _run(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, summary, schema, use_views)
+            _run(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, summary, schema, use_views,
+                 registry)
         summary["sql_statements"] = len(statements)
         summary["sql_seconds"] = round(sum(st["seconds"] for st in statements), 3)
         summary["sql"] = statements  # removed below unless asked for (benchmarks)
@@ -702,7 +795,7 @@ def _suite_specs(names, suites_dir, dialect, params, rows) -> list[tuple[dict[st
             raise ValueError(f"suite {name}.json is named {spec['name']!r}; known slices: {sorted(SLICE_QUERIES)}")
         kept = []
         for exp in spec["expectations"]:
-            missing = [p for p in ROW_COUNT_PARAMETERS.values() if uses_parameter(exp, p) and p not in params]
+            missing = [p for p in COUNT_PARAMETERS if uses_parameter(exp, p) and p not in params]
             if missing:
                 rows.append({"suite": spec["name"], "expectation": exp["type"], "column": None,
                              "severity": (exp.get("meta") or {}).get("severity", "critical"),
@@ -716,7 +809,8 @@ def _suite_specs(names, suites_dir, dialect, params, rows) -> list[tuple[dict[st
     return out
 
 
-def _run(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, summary, schema, use_views) -> None:
+def _run(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, summary, schema, use_views,
+         registry=None) -> None:
     import great_expectations as gx
     from airflow.sdk import BaseHook
 
@@ -724,12 +818,14 @@ def _run(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, 
 
     config = load_config(config_path)
     names = list(suites or config["suites"])
+    if registry is not None and not suites:
+        names += [n for n in config["registry_suites"] if n not in names]
     conn = BaseHook.get_connection(conn_id)
     dialect = dialect_for(conn.conn_type)
     schema = validate_schema(schema, dialect)
     secret_var = SECRET_ENV_PREFIX + secrets.token_hex(6).upper()
     method, ds_kwargs, secret = datasource_spec(conn, dialect, secret_var)
-    params = suite_parameters(expected_rows, config)
+    params = suite_parameters(expected_rows, config, registry)
     rows: list[dict[str, Any]] = []
     specs = _suite_specs(names, suites_dir, dialect, params, rows)
     order = [spec["name"] for spec, _ in specs]  # the JSON "name", which also picks the slice
@@ -853,9 +949,13 @@ def query_for(suite: str, ds: str, dialect: str, schema: str | None = None) -> s
     if suite not in SLICE_QUERIES:
         raise ValueError(f"no slice query for suite {suite!r}; known: {sorted(SLICE_QUERIES)}")
     return SLICE_QUERIES[suite].format(
-        ds=ds, dob=DATE_TEXT.get(dialect, "r.date_of_birth"),
+        ds=ds, dob=DATE_TEXT.get(dialect, "r.date_of_birth"), cat=CONCAT.get(dialect, "||"),
         records=qualify("staging_records", dialect, schema), links=qualify("staging_links", dialect, schema),
-        clusters=qualify("staging_clusters", dialect, schema))
+        clusters=qualify("staging_clusters", dialect, schema),
+        members=qualify("staging_entity_members", dialect, schema),
+        entities=qualify("staging_entities", dialect, schema),
+        changes=qualify("staging_entity_changes", dialect, schema),
+        published_entities=qualify("entities", dialect, schema))
 
 
 def view_name(suite: str, ds: str, token: str) -> str:
@@ -969,6 +1069,7 @@ def validate_slice(
     config_path: Path | None = None,
     keep_sql: bool = False,
     schema: str | None = None,
+    registry: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Validate the ``ds`` slice of staging; the call the nightly DAG makes.
 
@@ -988,6 +1089,8 @@ def validate_slice(
         keep_sql: keep the list of SQL statements GX sent under ``sql``.
         schema: schema of the staging tables (the DAG's ``staging_schema``
             Param, checked with ``validate_schema``); None = connection default.
+        registry: the registry version's ``_COMPLETE.json`` on a registry
+            night (adds the registry suites; see :func:`validate_staging`).
 
     Returns:
         :func:`validate_staging`'s summary; ``suite`` names what ran. The
@@ -1003,7 +1106,7 @@ def validate_slice(
     }
     suites = [suite_name] if suite_name else None
     summary = validate_staging(conn_id, ds, expected, docs_dir, suites=suites, suites_dir=suites_dir,
-                               config_path=config_path, schema=schema)
+                               config_path=config_path, schema=schema, registry=registry)
     try:
         keep = load_config(config_path)["keep_runs"]
     except QualityConfigError:

@@ -17,12 +17,13 @@ import re
 import time
 from typing import Any, Mapping, Sequence
 
-from washline.staging.spec import SCHEMA_TOKEN, SQL_DIR, ddl_path, split_statements, sqlalchemy_dialect
+from washline.staging.spec import ENTITY_TABLES, SCHEMA_TOKEN, SQL_DIR, ddl_path, split_statements, sqlalchemy_dialect
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "DIALECTS", "IDENTIFIER", "PUBLISHED_TABLES", "SQL_DIR", "STAGING_TABLES", "StagingLocked",
+    "DIALECTS", "ENTITY_STAGING_TABLES", "ENTITY_TABLES", "IDENTIFIER", "PUBLISHED_TABLES", "SQL_DIR",
+    "STAGING_TABLES", "StagingLocked",
     "StagingUnreachable", "UnsupportedConnection", "busy_timeout", "connect", "raise_if_locked",
     "ddl_statements", "dialect_for", "get_db_hook", "markers",
     "placeholder", "qualify", "quote_ident", "render", "table_columns", "validate_schema",
@@ -48,6 +49,9 @@ PUBLISHED_TABLES = {
     "staging_links": "published_links",
     "staging_clusters": "published_clusters",
 }
+#: The entity registry's staging tables (loaded and published with the slice
+#: when the link job wrote a registry version); published names in ``ENTITY_TABLES``.
+ENTITY_STAGING_TABLES = tuple(ENTITY_TABLES)
 
 
 class UnsupportedConnection(ValueError):

@@ -61,10 +61,14 @@ class Col:
 
 @dataclass(frozen=True)
 class TableSpec:
+    """One table. ``lake_only`` names columns the Spark output carries that the
+    table does not store (the loader skips them instead of calling them drift)."""
+
     name: str
     columns: tuple[Col, ...]
     primary_key: tuple[str, ...]
     indexes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    lake_only: tuple[str, ...] = ()
 
     @property
     def column_names(self) -> list[str]:
@@ -119,6 +123,42 @@ CLUSTER_COLUMNS = (
     Col("iteration", "int32", nullable=False),
 )
 
+#: The entity registry (issue 13), published as the whole current state. Column
+#: names of ``entity_members`` are a contract: downstream reads them by name.
+#: Dates are ``YYYY-MM-DD`` text, as ``ds``; entity ids are ``E`` + 16 hex digits.
+#: ``golden_record`` is a JSON object attribute -> value (survivorship rule in
+#: the link job: the most frequent non-null value among the members, ties to the
+#: most recently seen member); ``from_entity_ids`` is a sorted, comma-separated
+#: id list for ``merge``/``split`` and empty (NULL on Oracle) for ``new``/``grow``.
+ENTITY_MEMBER_COLUMNS = (
+    _s("source", 64, False),
+    _s("record_id", 128, False),
+    _s("entity_id", 32, False),
+    _s("first_seen_ds", 10, False),
+    _s("last_changed_ds", 10, False),
+)
+ENTITY_COLUMNS = (
+    _s("entity_id", 32, False),
+    Col("member_count", "int64", nullable=False),
+    _s("first_seen_ds", 10, False),
+    _s("last_changed_ds", 10, False),
+    _s("golden_record", 4000),
+)
+ENTITY_CHANGE_COLUMNS = (
+    _s("entity_id", 32, False),
+    _s("change", 8, False),
+    _s("from_entity_ids", 4000),
+    Col("member_count", "int64", nullable=False),
+)
+
+#: Staging entity table -> published entity table. Staging keeps the version per
+#: ``ds`` (with ``load_id``); the published tables hold exactly the contract columns.
+ENTITY_TABLES = {
+    "staging_entity_members": "entity_members",
+    "staging_entities": "entities",
+    "staging_entity_changes": "entity_changes",
+}
+
 
 def _tables() -> dict[str, TableSpec]:
     out: dict[str, TableSpec] = {}
@@ -139,6 +179,18 @@ def _tables() -> dict[str, TableSpec]:
          Col("clusters", "int64", nullable=False)),
         ("ds", "load_id"),
     )
+    out["staging_entity_members"] = TableSpec(
+        "staging_entity_members", (*SLICE_COLUMNS, *ENTITY_MEMBER_COLUMNS), ("ds", "source", "record_id"),
+        (("ix_staging_entity_members_entity", ("ds", "entity_id")),), lake_only=("text", "attributes"))
+    out["staging_entities"] = TableSpec("staging_entities", (*SLICE_COLUMNS, *ENTITY_COLUMNS), ("ds", "entity_id"))
+    out["staging_entity_changes"] = TableSpec(
+        "staging_entity_changes", (*SLICE_COLUMNS, *ENTITY_CHANGE_COLUMNS), ("ds", "entity_id", "change"))
+    out["entity_members"] = TableSpec(
+        "entity_members", ENTITY_MEMBER_COLUMNS, ("source", "record_id"),
+        (("ix_entity_members_entity", ("entity_id",)),))
+    out["entities"] = TableSpec("entities", ENTITY_COLUMNS, ("entity_id",))
+    out["entity_changes"] = TableSpec(
+        "entity_changes", (_s("ds", 10, False), *ENTITY_CHANGE_COLUMNS), ("ds", "entity_id", "change"))
     return out
 
 
@@ -229,7 +281,8 @@ def render_ddl(dialect: str) -> str:
         f"-- washline staging and published tables for {dialect} (idempotent: safe to run again).",
         "-- GENERATED from plugins/washline/staging/spec.py by `python -m washline.staging.spec --write`;",
         "-- edit the spec, not this file. {schema} is replaced by the quoted schema and a dot, or by nothing.",
-        "-- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every table; load_id names the load.",
+        "-- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every staging table; load_id names",
+        "-- the load. entity_members and entities hold the whole published registry state (replaced at publish).",
     ]
     if dialect == "oracle":
         header.append("-- Statements are PL/SQL blocks separated by a line holding only '/'.")

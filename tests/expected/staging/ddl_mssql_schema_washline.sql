@@ -102,3 +102,66 @@ CREATE TABLE [washline].publish_log (
 	clusters BIGINT NOT NULL,
 	CONSTRAINT pk_publish_log PRIMARY KEY (ds, load_id)
 );
+IF OBJECT_ID(N'[washline].staging_entity_members', N'U') IS NULL
+CREATE TABLE [washline].staging_entity_members (
+	ds NVARCHAR(10) NOT NULL,
+	load_id NVARCHAR(250) NOT NULL,
+	source NVARCHAR(64) NOT NULL,
+	record_id NVARCHAR(128) NOT NULL,
+	entity_id NVARCHAR(32) NOT NULL,
+	first_seen_ds NVARCHAR(10) NOT NULL,
+	last_changed_ds NVARCHAR(10) NOT NULL,
+	CONSTRAINT pk_staging_entity_members PRIMARY KEY (ds, source, record_id)
+);
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'ix_staging_entity_members_entity' AND object_id = OBJECT_ID(N'[washline].staging_entity_members'))
+CREATE INDEX ix_staging_entity_members_entity ON [washline].staging_entity_members (ds, entity_id);
+IF OBJECT_ID(N'[washline].staging_entities', N'U') IS NULL
+CREATE TABLE [washline].staging_entities (
+	ds NVARCHAR(10) NOT NULL,
+	load_id NVARCHAR(250) NOT NULL,
+	entity_id NVARCHAR(32) NOT NULL,
+	member_count BIGINT NOT NULL,
+	first_seen_ds NVARCHAR(10) NOT NULL,
+	last_changed_ds NVARCHAR(10) NOT NULL,
+	golden_record NVARCHAR(4000) NULL,
+	CONSTRAINT pk_staging_entities PRIMARY KEY (ds, entity_id)
+);
+IF OBJECT_ID(N'[washline].staging_entity_changes', N'U') IS NULL
+CREATE TABLE [washline].staging_entity_changes (
+	ds NVARCHAR(10) NOT NULL,
+	load_id NVARCHAR(250) NOT NULL,
+	entity_id NVARCHAR(32) NOT NULL,
+	change NVARCHAR(8) NOT NULL,
+	from_entity_ids NVARCHAR(4000) NULL,
+	member_count BIGINT NOT NULL,
+	CONSTRAINT pk_staging_entity_changes PRIMARY KEY (ds, entity_id, change)
+);
+IF OBJECT_ID(N'[washline].entity_members', N'U') IS NULL
+CREATE TABLE [washline].entity_members (
+	source NVARCHAR(64) NOT NULL,
+	record_id NVARCHAR(128) NOT NULL,
+	entity_id NVARCHAR(32) NOT NULL,
+	first_seen_ds NVARCHAR(10) NOT NULL,
+	last_changed_ds NVARCHAR(10) NOT NULL,
+	CONSTRAINT pk_entity_members PRIMARY KEY (source, record_id)
+);
+IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'ix_entity_members_entity' AND object_id = OBJECT_ID(N'[washline].entity_members'))
+CREATE INDEX ix_entity_members_entity ON [washline].entity_members (entity_id);
+IF OBJECT_ID(N'[washline].entities', N'U') IS NULL
+CREATE TABLE [washline].entities (
+	entity_id NVARCHAR(32) NOT NULL,
+	member_count BIGINT NOT NULL,
+	first_seen_ds NVARCHAR(10) NOT NULL,
+	last_changed_ds NVARCHAR(10) NOT NULL,
+	golden_record NVARCHAR(4000) NULL,
+	CONSTRAINT pk_entities PRIMARY KEY (entity_id)
+);
+IF OBJECT_ID(N'[washline].entity_changes', N'U') IS NULL
+CREATE TABLE [washline].entity_changes (
+	ds NVARCHAR(10) NOT NULL,
+	entity_id NVARCHAR(32) NOT NULL,
+	change NVARCHAR(8) NOT NULL,
+	from_entity_ids NVARCHAR(4000) NULL,
+	member_count BIGINT NOT NULL,
+	CONSTRAINT pk_entity_changes PRIMARY KEY (ds, entity_id, change)
+);

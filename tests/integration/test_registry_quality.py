@@ -1,0 +1,146 @@
+"""GX on the staged registry version (issue 13), on real SQLite and PostgreSQL:
+the new state reconciles with _COMPLETE.json, every member is in exactly one
+existing entity, no published entity id vanishes without a merge or split row,
+and the joined share / singleton share are measured as warnings only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from registry_data import D1, D2, two_nights, write_version
+from staging_data import write_slice
+from washline.paths import RunPaths
+from washline.quality import runner
+from washline.registry import version_sources
+from washline.staging.dialects import get_db_hook
+from washline.staging.load import load_slice
+from washline.staging.publish import publish_slice
+
+pytestmark = pytest.mark.postgres
+
+
+def execute(conn_id, *statements):
+    hook, _ = get_db_hook(conn_id)
+    conn = hook.get_conn()
+    cur = conn.cursor()
+    for sql in statements:
+        cur.execute(sql)
+    conn.commit()
+    conn.close()
+
+
+def stage(conn_id, tmp_path, version, n):
+    write_version(tmp_path / "lake", version)
+    sources = write_slice(tmp_path / "spark", version.ds, n=n)
+    sources.update(version_sources(RunPaths(version.ds, tmp_path, tmp_path / "landing")))
+    load_slice(conn_id, version.ds, sources, f"run-{version.ds}")
+
+
+@pytest.fixture
+def night2_staged(staging_conn, tmp_path):
+    """Night 1 published, night 2 staged (not published)."""
+    night1, night2 = two_nights()
+    stage(staging_conn, tmp_path, night1, 6)
+    publish_slice(staging_conn, D1, with_entities=True)
+    stage(staging_conn, tmp_path, night2, 4)
+    return staging_conn, night2
+
+
+def validate(conn_id, tmp_path, complete, ds=D2, n=4, config_path=None):
+    return runner.validate_slice(conn_id, ds, n, tmp_path / "docs", expected_link_rows=n,
+                                 expected_cluster_rows=n // 2, registry=complete, config_path=config_path)
+
+
+def row(summary, suite, expectation, column=None):
+    hits = [e for e in summary["expectations"] if e["suite"] == suite and e["expectation"] == expectation
+            and (column is None or e["column"] == column)]
+    assert len(hits) == 1, hits
+    return hits[0]
+
+
+def failing(summary):
+    return {(e["suite"], e["expectation"], e["column"]) for e in summary["expectations"]
+            if e["status"] in ("FAIL", "ERROR")}
+
+
+def test_clean_registry_night_passes(night2_staged, tmp_path):
+    conn_id, night2 = night2_staged
+    summary = validate(conn_id, tmp_path, night2.complete())
+    assert summary["status"] == "PASS", runner.format_table(summary)
+    assert set(summary["suites"]) == {*runner.SUITE_NAMES, *runner.REGISTRY_SUITE_NAMES}
+    share = row(summary, "staging_entity_members", "expect_column_mean_to_be_between", "joined_existing")
+    assert share["severity"] == "warning" and share["observed_value"] == pytest.approx(0.75)
+    assert row(summary, "staging_entities", "expect_column_sum_to_be_between", "member_count")["observed_value"] == 10
+    assert row(summary, "entity_continuity", "expect_column_values_to_be_null", "vanished_id")["element_count"] == 4
+    # without a registry version only the slice suites run
+    plain = runner.validate_slice(conn_id, D2, 4, tmp_path / "docs-plain", expected_link_rows=4,
+                                  expected_cluster_rows=2)
+    assert set(plain["suites"]) == set(runner.SUITE_NAMES)
+
+
+def test_vanished_entity_without_a_merge_row_blocks_publish(night2_staged, tmp_path):
+    conn_id, night2 = night2_staged
+    merge = next(c for c in night2.changes if c[1] == "merge")
+    vanished = next(e for e in merge[2].split(",") if e != merge[0])
+    execute(conn_id, f"UPDATE staging_entity_changes SET from_entity_ids = '{merge[0]}' "
+                     f"WHERE ds = '{D2}' AND change = 'merge'")
+    summary = validate(conn_id, tmp_path, night2.complete())
+    hit = row(summary, "entity_continuity", "expect_column_values_to_be_null", "vanished_id")
+    assert hit["status"] == "FAIL" and hit["unexpected_count"] == 1 and hit["sample"] == [vanished]
+    assert failing(summary) == {("entity_continuity", "expect_column_values_to_be_null", "vanished_id")}
+    assert summary["blocks_publish"]
+
+
+def test_orphan_member_and_count_mismatches_are_caught(night2_staged, tmp_path):
+    conn_id, night2 = night2_staged
+    execute(conn_id, f"UPDATE staging_entity_members SET entity_id = 'E0000000000000000' "
+                     f"WHERE ds = '{D2}' AND record_id = 'b3'")
+    complete = dict(night2.complete(), new_references=5, entities_total=5)
+    summary = validate(conn_id, tmp_path, complete)
+    assert row(summary, "staging_entity_members", "expect_column_values_to_not_be_null",
+               "entity_in_entities")["unexpected_count"] == 1
+    assert failing(summary) == {
+        ("staging_entity_members", "expect_column_values_to_not_be_null", "entity_in_entities"),
+        ("staging_entity_members", "expect_column_sum_to_be_between", "new_reference"),  # 4 new, not 5
+        ("staging_entities", "expect_table_row_count_to_equal", None),  # 4 entities, not 5
+        ("staging_entities", "expect_column_pair_values_to_be_equal", "member_count,counted_members"),
+    }, runner.format_table(summary)
+    assert summary["status"] == "FAIL" and summary["blocks_publish"]
+
+
+def test_shares_are_warnings_never_blocks(night2_staged, tmp_path, request):
+    if request.node.callspec.params["staging_conn"] != "sqlite":
+        pytest.skip("severity handling does not depend on the backend")
+    conn_id, night2 = night2_staged
+    config = tmp_path / "quality.yaml"
+    text = (runner.SUITES_DIR / "quality.yaml").read_text()
+    text = text.replace("joined_share:\n  min: 0.0\n  max: 1.0", "joined_share:\n  min: 0.0\n  max: 0.5")
+    text = text.replace("singleton_share:\n  min: 0.0\n  max: 0.9", "singleton_share:\n  min: 0.5\n  max: 0.9")
+    config.write_text(text)
+    summary = validate(conn_id, tmp_path, night2.complete(), config_path=config)
+    assert failing(summary) == {("staging_entity_members", "expect_column_mean_to_be_between", "joined_existing"),
+                                ("staging_clusters", "expect_column_mean_to_be_between", "singleton")}
+    assert summary["status"] == "WARN" and not summary["blocks_publish"], runner.format_table(summary)
+
+
+def test_first_night_and_a_night_without_new_references(staging_conn, tmp_path, request):
+    """Night 1 links against nothing (continuity has no rows); a night whose
+    references were all seen before has no new reference, so its joined share
+    is undefined: it must not turn into an ERROR that blocks publish."""
+    if request.node.callspec.params["staging_conn"] != "sqlite":
+        pytest.skip("one backend is enough for the edge cases")
+    night1, _ = two_nights()
+    stage(staging_conn, tmp_path, night1, 6)
+    summary = validate(staging_conn, tmp_path, night1.complete(), ds=D1, n=6)
+    assert summary["status"] == "PASS", runner.format_table(summary)
+    assert row(summary, "entity_continuity", "expect_column_values_to_be_null", "vanished_id")["element_count"] == 0
+    publish_slice(staging_conn, D1, with_entities=True)
+    # the same six references again on D2: nothing new, nothing changed
+    from registry_data import Version
+
+    again = Version(D2, D1, night1.members, [], night_references=6, joined_existing=6)
+    stage(staging_conn, tmp_path / "again", again, 6)
+    summary = validate(staging_conn, tmp_path / "again", again.complete(), ds=D2, n=6)
+    assert not summary["blocks_publish"], runner.format_table(summary)
