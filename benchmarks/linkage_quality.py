@@ -62,7 +62,10 @@ THRESHOLD = 0.9
 
 
 def pairwise(labels: pd.Series, truth: pd.Series) -> dict:
-    """Pairwise P/R/F1 of predicted ``labels`` against ``truth`` (aligned Series)."""
+    """Pairwise P/R/F1 of predicted ``labels`` against ``truth`` (aligned Series).
+
+    Undefined ratios are None, as in ``hdwm.metrics``: precision without
+    predicted pairs, recall without true pairs, F1 when either is None."""
     df = pd.DataFrame({"c": labels.values, "t": truth.values}).dropna()
 
     def pairs(keys):
@@ -70,9 +73,10 @@ def pairwise(labels: pd.Series, truth: pd.Series) -> dict:
         return int((n * (n - 1) // 2).sum())
 
     pred, true, tp = pairs(["c"]), pairs(["t"]), pairs(["c", "t"])
-    p = tp / pred if pred else 0.0
-    r = tp / true if true else 0.0
-    return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
+    p = tp / pred if pred else None
+    r = tp / true if true else None
+    f = None if p is None or r is None else (2 * p * r / (p + r) if p + r else 0.0)
+    return {"precision": p, "recall": r, "f1": f}
 
 
 def ensure_input(name: str) -> tuple[Path, str, Path | None]:
@@ -328,8 +332,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[bench] {name}: splink {json.dumps(s)}", file=sys.stderr, flush=True)
         rows.append((name, fmt, h, s))
 
-    def f(x, k):
-        return "–" if x is None or x.get(k) is None else (f"{x[k]:.3f}" if k != "seconds" else f"{x[k]:.1f}")
+    def f(x, k):  # "–": not run; "n/a": an undefined ratio (no predicted or no true pairs)
+        if x is None:
+            return "–"
+        if x.get(k) is None:
+            return "–" if k == "seconds" else "n/a"
+        return f"{x[k]:.3f}" if k != "seconds" else f"{x[k]:.1f}"
 
     def best(s):
         if s is None:

@@ -28,8 +28,11 @@ What it does, for each ``<ROOT>/<source>/<ds>/*.csv`` of a declared source:
    file (``_metadata.file_path``) and its 1-based physical line number (the
    header is line 1). Line numbers are exact across file splits: each split's
    lines are counted and offset by the lines of the earlier splits of the same
-   file. Records must be single-line (multi-line quoted fields are not
-   supported; such a record is quarantined as ``malformed``, never dropped).
+   file. By default a record is one line (a quoted field that spans a line
+   break is quarantined line by line as ``malformed`` / ``column_count``,
+   never dropped). A source declaring ``csv: {multiline: true}`` reads RFC 4180
+   records instead: a line break inside a quoted field continues the record,
+   which keeps the number of its first line (``merge_multiline_records``).
 2. Checks each file's header against the declared columns
    (``hdwm.cleansing.compare_header``: trimmed, case-insensitive, BOM ignored,
    order free: each file is parsed by its own header). The source's optional
@@ -413,6 +416,70 @@ def read_numbered_lines(spark, files: list[Path]):
     return numbered, lines, files_info
 
 
+def merge_multiline_records(numbered, files_info: dict[str, dict[str, Any]], spec: SourceSpec):
+    """Join physical lines into RFC 4180 records, for ``csv: {multiline: true}``.
+
+    A line whose count of unescaped quote characters is odd opens (or closes)
+    a quoted field; a record starts at a line when the quotes of all earlier
+    lines of its file are balanced, and takes every line up to the one that
+    balances them. Doubled quotes (``""``, RFC 4180) count twice and so never
+    change the balance; when ``escape`` differs from ``quote`` a quote right
+    after the escape character is not counted. The lines are joined with
+    ``\n`` (a CRLF inside a field becomes LF). A quoted field that is never
+    closed makes one record from its line to the end of the file, which
+    from_csv then marks corrupt: it is quarantined as ``malformed`` with its
+    first line number and raw text, never dropped.
+
+    Args:
+        numbered: (source_file, line_number, value) physical lines, as from
+            :func:`read_numbered_lines`.
+        files_info: per file ``{"lines", "blank", "header"}``; replaced by the
+            same figures counted in records.
+
+    Returns:
+        ``(records, files_info, cached)``: DataFrame (source_file,
+        line_number = the record's first line, value = its text, persisted),
+        the per-file record counts, and ``records`` again to unpersist.
+
+    Each file's lines are ordered in one window partition (one task per file).
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    value = F.col("value")
+    if spec.escape and spec.escape != spec.quote:
+        pattern = f"(?<!{re.escape(spec.escape)}){re.escape(spec.quote)}"
+    else:
+        pattern = re.escape(spec.quote)
+    odd = (F.regexp_count(value, F.lit(pattern)) % 2).cast("long")
+    by_line = Window.partitionBy("source_file").orderBy("line_number")
+    before = F.coalesce(F.sum("_odd").over(by_line.rowsBetween(Window.unboundedPreceding, -1)), F.lit(0))
+    starts = numbered.withColumn("_odd", odd).withColumn("_start", (before % 2) == 0)
+    grouped = starts.withColumn(
+        "_record", F.max(F.when(F.col("_start"), F.col("line_number"))).over(
+            by_line.rowsBetween(Window.unboundedPreceding, 0))
+    )
+    records = (
+        grouped.groupBy("source_file", "_record")
+        .agg(F.array_sort(F.collect_list(F.struct("line_number", "value"))).alias("_lines"))
+        .select(
+            "source_file",
+            F.col("_record").alias("line_number"),
+            F.array_join(F.transform("_lines", lambda x: x["value"]), "\n").alias("value"),
+        )
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    counts = records.groupBy("source_file").agg(
+        F.count(F.lit(1)).alias("records"),
+        F.sum(F.when(C.is_blank_col(F.col("value")), 1).otherwise(0)).alias("blank"),
+    ).collect()
+    merged = {path: dict(info) for path, info in files_info.items()}
+    for row in counts:
+        merged[row["source_file"]].update(lines=row["records"], blank=row["blank"] or 0)
+    return records, merged, records
+
+
 def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing: Path | None = None):
     """Parse, clean and classify one source's lines.
 
@@ -435,6 +502,10 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
     from pyspark.sql import functions as F
 
     numbered, base, files_info = read_numbered_lines(spark, files)
+    cached = [base]
+    if spec.multiline:
+        numbered, files_info, records = merge_multiline_records(numbered, files_info, spec)
+        cached.append(records)
 
     # -- headers and row accounting (from the per-split table; no extra pass) ---------
     bad_headers: dict[str, str] = {}
@@ -453,7 +524,8 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
             rows_in += info["lines"] - 1 - info["blank"]
             blank_lines += info["blank"]
     if drifted:
-        base.unpersist()
+        for df in cached:
+            df.unpersist()
         raise SchemaDriftError(drift_message(drifted, spec))
     bad_file = F.col("source_file").isin(list(bad_headers)) if bad_headers else F.lit(False)
     good_header_line = (F.col("line_number") == 1) & ~bad_file
@@ -523,7 +595,10 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
     )
     detail = (
         F.when(bad_file, header_detail)
-        .when(corrupt & (quotes % 2 == 1), F.lit("unbalanced quote (multi-line fields are not supported)"))
+        .when(corrupt & (quotes % 2 == 1), F.lit(
+            "unbalanced quote: the quoted field is never closed (the record runs to the end of the file)"
+            if spec.multiline else
+            "unbalanced quote (a quoted field spanning lines needs csv: {multiline: true} for the source)"))
         .when(
             corrupt & (quotes == 0),
             F.format_string("expected %d fields, found %d", n_fields, fields),
@@ -575,7 +650,7 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
         "blank_lines": blank_lines,
         "bad_headers": bad_headers,
         "fix_flags": fix_flags,
-        "cached": [base, classified],
+        "cached": [*cached, classified],
     }
 
 

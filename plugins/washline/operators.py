@@ -23,7 +23,7 @@ from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from washline.paths import PROFILE_PATTERN, REPO_ROOT, ParamError, RunPaths, validate_name
+from washline.paths import PROFILE_PATTERN, REPO_ROOT, ParamError, RunPaths, run_ds, validate_name
 
 SPARK_JOBS = REPO_ROOT / "spark_jobs"
 JOBS = ("cleanse", "link")
@@ -162,7 +162,7 @@ def job_error_path(job: str, paths: RunPaths) -> Path:
 def job_error(job: str, context: Any) -> str | None:
     """The job's own one-line error for this run, if it wrote one (<= 1,500 chars)."""
     try:
-        paths = RunPaths.for_run(context["ds"], context["params"].get("input_folder", "landing"))
+        paths = RunPaths.for_run(run_ds(context), context["params"].get("input_folder", "landing"))
         data = json.loads(job_error_path(job, paths).read_text())
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -177,7 +177,9 @@ class SparkJobOperator(SparkSubmitOperator):
     ``spark_default``), so the same DAG runs on ``local[*]``, a standalone
     cluster or Kubernetes. Params read at run time: ``input_folder`` (landing
     root, inside the data root), ``profile`` (linkage profile name) and, for
-    ``link``, ``rebuild`` (relink the whole registry history).
+    ``link``, ``rebuild`` (relink the whole registry history). The date is
+    ``washline.paths.run_ds``: the logical date, or for a run without one the
+    UTC date of its ``run_after``.
 
     The link job gets the entity registry options (:func:`registry_arguments`)
     when ``spark_jobs/link.py`` supports them (:func:`link_mode`); its XCom
@@ -254,7 +256,7 @@ class SparkJobOperator(SparkSubmitOperator):
         from airflow.sdk.exceptions import AirflowFailException
 
         params = context["params"]
-        paths = RunPaths.for_run(context["ds"], params.get("input_folder", "landing"))
+        paths = RunPaths.for_run(run_ds(context), params.get("input_folder", "landing"))
         profile = validate_name(params.get("profile", "default"), PROFILE_PATTERN, "profile")
         mode = link_mode(params) if self.job == "link" else {"registry": False, "rebuild": False}
         self.application_args = job_arguments(self.job, paths, profile, **mode)

@@ -21,16 +21,21 @@ the latest published version before it (see ``washline.registry``).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime, timezone
 from pathlib import Path
+from typing import Any, Mapping
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DS_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 PROFILE_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 CONN_ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,249}$")
+
+
+log = logging.getLogger(__name__)
 
 
 class ParamError(ValueError):
@@ -80,6 +85,39 @@ def validate_name(value: str, pattern: re.Pattern[str], what: str) -> str:
     if not isinstance(value, str) or not pattern.match(value):
         raise ParamError(f"{what} {value!r} does not match {pattern.pattern}")
     return value
+
+
+
+def run_ds(context: Mapping[str, Any]) -> str:
+    """The date (``YYYY-MM-DD``) a run works on: the one rule for every task.
+
+    * A run with a logical date (scheduled, backfill, ``airflow dags test``,
+      a manual run given one): its ``ds``, the logical date in UTC.
+    * A run without one (Airflow 3 allows ``"logical_date": null`` from the
+      REST API or the UI; its context then has no ``ds``): the date of its
+      ``run_after`` (when it was due) in UTC, e.g. ``2025-03-03T00:30+01:00``
+      gives ``2025-03-02``. This is logged at INFO level on every use.
+
+    Args:
+        context: the Airflow task context (or a plain dict in tests) with
+            ``ds`` and/or ``dag_run`` (whose ``run_after`` is a datetime; a
+            naive one is taken as UTC).
+
+    Raises:
+        ParamError: the run has neither a logical date nor a ``run_after``,
+            or the date is not a real ``YYYY-MM-DD`` date.
+    """
+    ds = context.get("ds")
+    if ds:
+        return validate_ds(ds)
+    run_after = getattr(context.get("dag_run"), "run_after", None)
+    if not isinstance(run_after, datetime):
+        raise ParamError("the run has no logical date (ds) and no run_after to take the date from")
+    utc = run_after.replace(tzinfo=timezone.utc) if run_after.tzinfo is None else run_after.astimezone(timezone.utc)
+    ds = validate_ds(utc.date().isoformat())
+    log.info("run %s has no logical date: using the UTC date of its run_after %s -> ds=%s",
+             context.get("run_id"), utc.isoformat(), ds)
+    return ds
 
 
 @dataclass(frozen=True)

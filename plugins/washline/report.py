@@ -42,6 +42,15 @@ def read_cleanse_metrics(path: Path, ds: str, not_before: datetime | None = None
     return metrics
 
 
+def ratio(num: float | None, den: float | None, digits: int = 4) -> float | None:
+    """``num / den`` rounded to ``digits``; None when either is None or ``den``
+    is 0. Every ratio in the run summary goes through this: a share of no rows
+    is undefined (JSON null, "n/a" when printed), never 0."""
+    if num is None or den is None or den == 0:
+        return None
+    return round(num / den, digits)
+
+
 def build_summary(ds: str, run_id: str, results: dict[str, Any],
                   errors: dict[str, str | None] | None = None,
                   cleanse_metrics: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -61,8 +70,10 @@ def build_summary(ds: str, run_id: str, results: dict[str, Any],
 
     Returns:
         JSON-ready dict: ``rows`` (in, curated, quarantined and quarantined by
-        reason, values fixed by rule, loaded, published), ``clusters``,
-        ``pairwise`` (precision/recall/F1 or None), ``checks`` (integrity
+        reason, values fixed by rule, loaded, published), ``quarantined_share``
+        (quarantined / in, 4 decimals; None when no row came in or a count is
+        missing), ``clusters``, ``pairwise`` (None without truth; precision,
+        recall or F1 None where undefined, see ``hdwm.metrics``), ``checks`` (integrity
         verdict and finding count, both None when the check did not run),
         ``registry`` (the night's entity figures, see :func:`registry_summary`;
         None without the registry), ``published`` (bool) and
@@ -116,6 +127,7 @@ def build_summary(ds: str, run_id: str, results: dict[str, Any],
             "loaded": (load.get("rows") or {}).get("staging_records"),
             "published": ((publish or {}).get("rows") or {}).get("published_records"),
         },
+        "quarantined_share": ratio(cleanse.get("rows_quarantined"), cleanse.get("rows_in")),
         "clusters": link.get("clusters"),
         "singletons": link.get("singletons"),
         "largest_cluster": link.get("largest_cluster"),
@@ -182,20 +194,29 @@ def _show(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
+def _ratio_text(value: float | None, percent: bool = False) -> str:
+    """A ratio for people: "n/a" when undefined (None), else 4 decimals or a percentage."""
+    if value is None:
+        return "n/a"
+    return f"{value:.2%}" if percent else f"{value:.4f}"
+
+
 def _nonzero(counts: dict[str, Any] | None) -> str:
     return ", ".join(f"{k} {v}" for k, v in (counts or {}).items() if v)
 
 
 def render(summary: dict[str, Any]) -> str:
     """Human-readable multi-line rendering of a run summary ("-" where a task
-    did not run or did not succeed)."""
+    did not run or did not succeed, "n/a" for an undefined ratio)."""
     rows = summary["rows"]
     pw = summary.get("pairwise")
     fixed = rows.get("fixed_by_rule")
     lines = [
         f"washline run summary for ds={summary['ds']} ({summary['run_id']})",
         f"  rows in          {_show(rows['in'])}",
-        (f"  quarantined      {_show(rows['quarantined'])}  " + _nonzero(rows.get("quarantined_by_reason"))).rstrip(),
+        (f"  quarantined      {_show(rows['quarantined'])}"
+         + (f" ({_ratio_text(summary.get('quarantined_share'), percent=True)})" if rows["quarantined"] is not None else "")
+         + "  " + _nonzero(rows.get("quarantined_by_reason"))).rstrip(),
         f"  curated          {_show(rows['curated'])}",
     ]
     if fixed is not None:
@@ -208,7 +229,8 @@ def render(summary: dict[str, Any]) -> str:
     ]
     if pw:
         lines.append(
-            f"  pairwise         precision {pw['precision']:.4f}  recall {pw['recall']:.4f}  F1 {pw['f1']:.4f}"
+            f"  pairwise         precision {_ratio_text(pw.get('precision'))}  recall {_ratio_text(pw.get('recall'))}"
+            f"  F1 {_ratio_text(pw.get('f1'))}"
         )
     if summary.get("registry") is None and "registry" in summary and summary.get("clusters") is not None:
         # TRANSITIONAL (issue 13): the link job of this checkout keeps no entity registry

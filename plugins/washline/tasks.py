@@ -11,7 +11,7 @@ import functools
 import logging
 from typing import Any, Callable, Mapping
 
-from washline.paths import CONN_ID_PATTERN, RunPaths, validate_ds, validate_name
+from washline.paths import CONN_ID_PATTERN, RunPaths, run_ds, validate_name  # noqa: F401 (run_ds re-exported)
 
 log = logging.getLogger(__name__)
 
@@ -50,18 +50,6 @@ def reports_errors(task: str) -> Callable:
         return run
 
     return wrap
-
-
-def run_ds(context: Mapping[str, Any]) -> str:
-    """The logical date of the run as ``YYYY-MM-DD``.
-
-    Airflow 3 manual runs may have no logical date; they then use the date of
-    ``run_after`` (when the run was due).
-    """
-    ds = context.get("ds")
-    if not ds:
-        ds = context["dag_run"].run_after.date().isoformat()
-    return validate_ds(ds)
 
 
 def run_paths(context: Mapping[str, Any]) -> RunPaths:

@@ -203,6 +203,9 @@ class SourceSpec:
     delimiter: str = ","
     quote: str = '"'
     escape: str = "\\"
+    #: ``csv: {multiline: true}``: RFC 4180 records whose quoted fields hold line breaks
+    #: are read as one record (numbered by its first line); default: one record per line.
+    multiline: bool = False
     description: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
     #: Header name in the files (lower-case) -> declared column it feeds (a rename the profile accepts).
@@ -291,6 +294,9 @@ def parse_sources(doc: Mapping[str, Any]) -> dict[str, SourceSpec]:
         delimiter = str(csv_opts.get("delimiter", ","))
         if len(delimiter) != 1:
             raise SourceConfigError(f"source {name!r}: delimiter must be one character")
+        multiline = csv_opts.get("multiline", False)
+        if not isinstance(multiline, bool):
+            raise SourceConfigError(f"source {name!r}: csv multiline must be true or false, got {multiline!r}")
         if not raw.get("header", True):
             raise SourceConfigError(f"source {name!r}: header: false is not supported (files must carry a header)")
         column_map, ignore_columns = _header_mapping(name, raw, names)
@@ -302,6 +308,7 @@ def parse_sources(doc: Mapping[str, Any]) -> dict[str, SourceSpec]:
             delimiter=delimiter,
             quote=str(csv_opts.get("quote", '"')),
             escape=str(csv_opts.get("escape", "\\")),
+            multiline=multiline,
             description=str(raw.get("description", "")),
             column_map=column_map,
             ignore_columns=ignore_columns,

@@ -8,7 +8,12 @@ With ``n`` records in a group, the group holds ``n(n−1)/2`` pairs:
 * tp              = Σ over (cluster, entity) intersections of n(n−1)/2
 
 precision = tp / predicted_pairs, recall = tp / true_pairs, F1 their harmonic
-mean (0 when undefined). Only records with a non-null truth label count.
+mean. A ratio whose denominator is 0 is undefined and reported as ``None``
+(JSON ``null``, "n/a" when printed), never 0.0: precision without predicted
+pairs (every cluster a singleton), recall without true pairs (every truth
+entity a single record), and F1 when either is undefined. F1 is 0.0 when both
+are defined and 0 (pairs on both sides, none shared). Only records with a
+non-null truth label count.
 All sums are Spark aggregations; one small row reaches the driver.
 """
 
@@ -32,9 +37,10 @@ def pairwise_metrics(df: DataFrame, cluster_col: str = "cluster_id", truth_col: 
         df: one row per record with ``cluster_col`` and ``truth_col``.
 
     Returns:
-        dict with ``precision``, ``recall``, ``f1`` (floats, 4 decimals) and
-        ``tp``, ``predicted_pairs``, ``true_pairs`` (ints); ``None`` when no
-        record carries a truth label.
+        dict with ``precision``, ``recall``, ``f1`` (floats, 4 decimals, or
+        None where undefined, see ``metrics_from_counts``) and ``tp``,
+        ``predicted_pairs``, ``true_pairs`` (ints); ``None`` when no record
+        carries a truth label.
     """
     lab = df.filter(F.col(truth_col).isNotNull()).select(cluster_col, truth_col)
     pred = _pairs(lab, [cluster_col]).withColumnRenamed("p", "pred")
@@ -48,14 +54,23 @@ def pairwise_metrics(df: DataFrame, cluster_col: str = "cluster_id", truth_col: 
 
 
 def metrics_from_counts(tp: int, predicted: int, true: int) -> dict:
-    """Precision/recall/F1 from pair counts (0.0 where a denominator is 0)."""
-    p = tp / predicted if predicted else 0.0
-    r = tp / true if true else 0.0
-    f = 2 * p * r / (p + r) if (p + r) else 0.0
+    """Precision/recall/F1 from pair counts.
+
+    Returns:
+        dict as ``pairwise_metrics``; ``precision`` is None when
+        ``predicted`` is 0, ``recall`` None when ``true`` is 0, ``f1`` None
+        when either is None (0.0 when both are 0.0).
+    """
+    p = tp / predicted if predicted else None
+    r = tp / true if true else None
+    if p is None or r is None:
+        f = None
+    else:
+        f = 2 * p * r / (p + r) if (p + r) else 0.0
     return {
-        "precision": round(p, 4),
-        "recall": round(r, 4),
-        "f1": round(f, 4),
+        "precision": None if p is None else round(p, 4),
+        "recall": None if r is None else round(r, 4),
+        "f1": None if f is None else round(f, 4),
         "tp": tp,
         "predicted_pairs": predicted,
         "true_pairs": true,

@@ -1,7 +1,9 @@
 """End to end: `airflow dags test washline_nightly` on FEBRL1 (1,000 records),
 with real spark-submit, real SQLite staging, real GX — then the same date again,
-this time on a Spark standalone cluster (master + worker started here from the
-pyspark install, bound to 127.0.0.1): the rerun must publish identical rows.
+this time on a Spark standalone cluster (master + two workers started here from
+the pyspark install, bound to 127.0.0.1): the rerun must publish identical rows,
+and so must a run whose executor JVM on one worker is SIGKILLed during the link
+job's first iteration.
 
 The F1 floor is set a few points under the figure measured when the test was
 written (see benchmarks/README.md), so a real regression in linkage fails it.
@@ -114,12 +116,12 @@ def master_status(ui_port: int) -> dict:
 
 @pytest.fixture(scope="module")
 def standalone_cluster(tmp_path_factory):
-    """A Spark standalone master and one worker from the pyspark install, loopback only."""
+    """A Spark standalone master and two workers (1 core each) from the pyspark install, loopback only."""
     import pyspark
 
     spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
     work = tmp_path_factory.mktemp("spark-cluster")
-    port, ui, worker_ui = free_port(), free_port(), free_port()
+    port, ui = free_port(), free_port()
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_NO_DAEMONIZE="1",
                PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     procs = []
@@ -128,23 +130,25 @@ def standalone_cluster(tmp_path_factory):
             [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
              "--port", str(port), "--webui-port", str(ui)],
             env=env, stdout=(work / "master.log").open("w"), stderr=subprocess.STDOUT, start_new_session=True))
-        procs.append(subprocess.Popen(
-            [str(spark_class), "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
-             "--host", "127.0.0.1", "--cores", "2", "--memory", "3g", "--webui-port", str(worker_ui),
-             "--work-dir", str(work / "work")],
-            env=env, stdout=(work / "worker.log").open("w"), stderr=subprocess.STDOUT, start_new_session=True))
+        for n in (1, 2):
+            procs.append(subprocess.Popen(
+                [str(spark_class), "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
+                 "--host", "127.0.0.1", "--cores", "1", "--memory", "1536m", "--webui-port", str(free_port()),
+                 "--work-dir", str(work / f"work-{n}")],
+                env=env, stdout=(work / f"worker-{n}.log").open("w"), stderr=subprocess.STDOUT,
+                start_new_session=True))
         deadline = time.monotonic() + 180
         while True:
             try:
-                if master_status(ui).get("aliveworkers", 0) >= 1:
+                if master_status(ui).get("aliveworkers", 0) >= 2:
                     break
             except OSError:
                 pass
             assert time.monotonic() < deadline, (work / "master.log").read_text()[-3000:]
             time.sleep(2)
-        worker = master_status(ui)["workers"][0]
-        assert worker["host"] == "127.0.0.1", worker
-        yield {"master": f"spark://127.0.0.1:{port}", "ui": ui}
+        workers = master_status(ui)["workers"]
+        assert all(w["host"] == "127.0.0.1" for w in workers), workers
+        yield {"master": f"spark://127.0.0.1:{port}", "ui": ui, "worker_pids": [p.pid for p in procs[1:]]}
     finally:
         for proc in procs:
             try:
@@ -168,3 +172,79 @@ def test_rerun_on_standalone_cluster_publishes_identical_rows(run_env, first_run
     assert any(a.startswith("washline-cleanse") for a in apps) and any(a.startswith("washline-link") for a in apps), apps
     recs2, links2, _ = published(data)
     assert recs2 == recs and links2 == links  # same rows as local[2], bit for bit (quality too), no duplicates
+
+
+def executor_jvms(app_id: str, worker_pids: list[int]) -> list:
+    """The executor JVMs (``CoarseGrainedExecutorBackend``) of ``app_id`` that
+    the test's own workers started (psutil processes)."""
+    import psutil
+
+    found = []
+    for worker in worker_pids:
+        try:
+            children = psutil.Process(worker).children(recursive=True)
+        except psutil.NoSuchProcess:
+            continue
+        for proc in children:
+            try:
+                cmd = proc.cmdline()
+            except psutil.Error:
+                continue
+            if "org.apache.spark.executor.CoarseGrainedExecutorBackend" in cmd and app_id in cmd:
+                found.append(proc)
+    return found
+
+
+def test_executor_lost_mid_link_still_publishes_identical_rows(run_env, first_run, standalone_cluster):
+    """SIGKILL the executor JVM on one of the two workers while the link job is
+    in its first iteration (after "[hdwm] distinct tokens", before "iteration 1:").
+    The night must still publish exactly the rows of the uninterrupted run, by
+    Spark's own recovery or by Airflow's retry of the link task (retries=2); the
+    test records which of the two it was."""
+    env, data = run_env
+    _, _, (recs, links, _) = first_run
+    ui = standalone_cluster["ui"]
+    cluster_env = dict(env, SPARK_LOCAL_IP="127.0.0.1", AIRFLOW_CONN_SPARK_DEFAULT=json.dumps(
+        {"conn_type": "spark", "host": standalone_cluster["master"], "extra": {"deploy-mode": "client"}}))
+    log_path = data / "dags-test-kill.log"
+    with log_path.open("w") as fh:
+        proc = subprocess.Popen([str(BIN / "airflow"), "dags", "test", "washline_nightly", DS],
+                                env=cluster_env, stdout=fh, stderr=subprocess.STDOUT)
+    killed = None
+    try:
+        deadline = time.monotonic() + 1200
+        while killed is None and proc.poll() is None and time.monotonic() < deadline:
+            text = log_path.read_text(errors="replace")
+            link_text = text[text.find("washline link for ds="):] if "washline link for ds=" in text else ""
+            if "[hdwm] distinct tokens=" in link_text:
+                apps = [a for a in master_status(ui).get("activeapps", []) if a["name"].startswith("washline-link")]
+                jvms = executor_jvms(apps[0]["id"], standalone_cluster["worker_pids"]) if apps else []
+                if jvms:
+                    victim = jvms[0]
+                    victim.kill()  # SIGKILL: no shutdown hook, its blocks and shuffle files are gone
+                    victim.wait(timeout=30)
+                    killed = {"pid": victim.pid, "app": apps[0]["id"], "executors_before": len(jvms),
+                              "log_at_kill": link_text}
+                    break
+            time.sleep(0.2)
+        rc = proc.wait(timeout=max(60, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = log_path.read_text(errors="replace")
+    assert killed is not None, "the link job's executor was never found to kill:\n" + text[-4000:]
+    assert "iteration 1:" not in killed["log_at_kill"], "killed too late: iteration 1 had already finished"
+    assert killed["executors_before"] == 2  # one executor per worker: one of two workers lost
+    assert rc == 0, text[-6000:]
+    summary = json.loads((data / "lake" / "reports" / DS / "run_summary.json").read_text())
+    assert summary["published"] is True, summary
+    recs3, links3, orphans = published(data)
+    assert orphans == 0 and recs3 == recs and links3 == links  # bit for bit the uninterrupted run's rows
+    conn = sqlite3.connect(Path(env["AIRFLOW_HOME"]) / "airflow.db")
+    try:
+        (tries,) = conn.execute("SELECT try_number FROM task_instance WHERE dag_id = 'washline_nightly' "
+                                "AND task_id = 'link' AND run_id = ?", (summary["run_id"],)).fetchone()
+    finally:
+        conn.close()
+    print(f"executor {killed['pid']} of {killed['app']} killed in iteration 1; link finished on try {tries} "
+          f"({'Spark recovered by itself' if tries == 1 else 'Airflow retried the link task'})")

@@ -1,6 +1,8 @@
 """Airflow as a local service (`make up`): log in through the REST API, unpause
 washline_nightly, trigger a run with a Params conf as the UI form would, poll to
-success, check the published tables, stop everything (`make down`).
+success, check the published tables; trigger a run with `"logical_date": null`
+and check every task worked on its run_after date (UTC); stop everything
+(`make down`).
 
 Runs in its own AIRFLOW_HOME, data root and port, so it never touches the
 developer's `.airflow/` or `data/`.
@@ -25,6 +27,10 @@ pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 DS = "2025-03-01"
+#: a run without a logical date, due at 00:30 on 3 March at UTC+1: 23:30 on 2 March in UTC
+RUN_AFTER = "2025-03-03T00:30:00+01:00"
+RUN_AFTER_DS = "2025-03-02"
+NO_DATE_ROWS = 200
 
 
 def free_port() -> int:
@@ -69,6 +75,10 @@ def service(tmp_path_factory):
     })
     subprocess.run([sys.executable, "-m", "washline.demo", "land", "--dataset", "febrl1", "--ds", DS],
                    env=env, check=True, capture_output=True)
+    # the no-logical-date run's input: the header and the first NO_DATE_ROWS records of the same feed
+    lines = sorted((data / "landing" / "febrl" / DS).glob("*.csv"))[0].read_text().splitlines(keepends=True)
+    (data / "landing" / "febrl" / RUN_AFTER_DS).mkdir(parents=True)
+    (data / "landing" / "febrl" / RUN_AFTER_DS / "part-0000.csv").write_text("".join(lines[:NO_DATE_ROWS + 1]))
     up = subprocess.run(["make", "-C", str(REPO), "up"], env=env, capture_output=True, text=True, timeout=600)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
@@ -81,9 +91,7 @@ def service(tmp_path_factory):
         assert not leftovers, f"processes still running after make down: {leftovers}"
 
 
-def test_trigger_with_params_through_rest_api(service):
-    api = service["api"]
-    assert api.call("GET", "/api/v2/version")["version"].startswith("3.")
+def _unpaused(api: Api) -> None:
     deadline = time.monotonic() + 120
     while True:  # the dag-processor needs a moment to serialise the DAG
         try:
@@ -93,12 +101,10 @@ def test_trigger_with_params_through_rest_api(service):
             assert time.monotonic() < deadline, "washline_nightly never appeared"
             time.sleep(2)
     assert api.call("PATCH", "/api/v2/dags/washline_nightly", {"is_paused": False})["is_paused"] is False
-    run = api.call("POST", "/api/v2/dags/washline_nightly/dagRuns", {
-        "dag_run_id": f"ui_like_{DS}",
-        "logical_date": f"{DS}T00:00:00Z",
-        "conf": {"input_folder": "landing", "staging_conn_id": "washline_staging", "profile": "default"},
-    })
-    run_id = run["dag_run_id"]
+
+
+def _finish(api: Api, run_id: str) -> tuple[str, dict[str, str]]:
+    """Poll the run until it ends; (run state, task id -> state)."""
     deadline = time.monotonic() + 900
     state = None
     while time.monotonic() < deadline:
@@ -107,7 +113,20 @@ def test_trigger_with_params_through_rest_api(service):
             break
         time.sleep(5)
     tis = api.call("GET", f"/api/v2/dags/washline_nightly/dagRuns/{run_id}/taskInstances")["task_instances"]
-    states = {t["task_id"]: t["state"] for t in tis}
+    return state, {t["task_id"]: t["state"] for t in tis}
+
+
+def test_trigger_with_params_through_rest_api(service):
+    api = service["api"]
+    assert api.call("GET", "/api/v2/version")["version"].startswith("3.")
+    _unpaused(api)
+    run = api.call("POST", "/api/v2/dags/washline_nightly/dagRuns", {
+        "dag_run_id": f"ui_like_{DS}",
+        "logical_date": f"{DS}T00:00:00Z",
+        "conf": {"input_folder": "landing", "staging_conn_id": "washline_staging", "profile": "default"},
+    })
+    run_id = run["dag_run_id"]
+    state, states = _finish(api, run_id)
     assert state == "success", states
     assert states["publish"] == "success"
     conn = sqlite3.connect(service["data"] / "staging" / "w.db")
@@ -115,6 +134,44 @@ def test_trigger_with_params_through_rest_api(service):
     conn.close()
     summary = json.loads((service["data"] / "lake" / "reports" / DS / "run_summary.json").read_text())
     assert published == summary["rows"]["curated"] == 1000
+
+
+def test_run_without_logical_date_works_on_its_run_after_date(service):
+    """``"logical_date": null`` (Airflow 3; the UI's trigger form allows it too):
+    no ``ds`` in the tasks' context. Every task, the Spark jobs included, works
+    on the UTC date of ``run_after``: the cleanse and link jobs write that
+    date's folders, staging and the published tables hold that date's slice,
+    and the run summary is that date's."""
+    api = service["api"]
+    _unpaused(api)
+    run = api.call("POST", "/api/v2/dags/washline_nightly/dagRuns", {
+        "dag_run_id": "no_logical_date", "logical_date": None, "run_after": RUN_AFTER})
+    assert run["logical_date"] is None
+    state, states = _finish(api, run["dag_run_id"])
+    assert state == "success", states
+    data = service["data"]
+    cleanse = json.loads((data / "lake" / "curated" / f"{RUN_AFTER_DS}.metrics.json").read_text())
+    assert cleanse["ds"] == RUN_AFTER_DS and cleanse["rows_in"] == NO_DATE_ROWS  # the cleanse job's --ds
+    link = json.loads((data / "lake" / "linked" / RUN_AFTER_DS / "metrics.json").read_text())
+    assert link["ds"] == RUN_AFTER_DS and link["references"] == NO_DATE_ROWS  # the link job's --ds
+    summary = json.loads((data / "lake" / "reports" / RUN_AFTER_DS / "run_summary.json").read_text())
+    assert summary["ds"] == RUN_AFTER_DS and summary["run_id"] == "no_logical_date" and summary["published"]
+    conn = sqlite3.connect(data / "staging" / "w.db")
+    published = dict(conn.execute("SELECT ds, COUNT(*) FROM published_records GROUP BY ds").fetchall())
+    conn.close()
+    assert published[RUN_AFTER_DS] == NO_DATE_ROWS and set(published) <= {DS, RUN_AFTER_DS}  # no other date
+    log = _task_log(api, "no_logical_date", "cleanse")
+    assert f"has no logical date: using the UTC date of its run_after 2025-03-02T23:30:00+00:00 -> " \
+           f"ds={RUN_AFTER_DS}" in log
+
+
+def _task_log(api: Api, run_id: str, task_id: str, try_number: int = 1) -> str:
+    """The task's log text through the REST API (structured log lines joined)."""
+    body = api.call("GET", f"/api/v2/dags/washline_nightly/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}")
+    content = body.get("content")
+    if isinstance(content, list):
+        return "\n".join(str(c.get("event", c)) if isinstance(c, dict) else str(c) for c in content)
+    return str(content)
 
 
 def cdp_screenshot(url: str, token: str, cookie_url: str, out: Path, wait_text: str, timeout: float = 90.0) -> str:

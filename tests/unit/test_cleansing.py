@@ -171,6 +171,7 @@ def _doc(**overrides):
         ({"truth_pattern": "rec-\\d+"}, "capturing group"),
         ({"truth_pattern": "rec-(\\d+"}, "not a regex"),
         ({"header": False}, "header"),
+        ({"csv": {"multiline": "yes"}}, "csv multiline must be true or false"),
     ],
 )
 def test_parse_sources_refuses_bad_declarations(overrides, message):
@@ -181,6 +182,12 @@ def test_parse_sources_refuses_bad_declarations(overrides, message):
 def test_parse_sources_accepts_phone_columns():
     spec = C.parse_sources(_doc())["s"]
     assert [(c.name, c.type) for c in spec.columns] == [("id", "id"), ("tel", "phone")]
+
+
+def test_multiline_is_off_unless_declared(repo):
+    assert C.parse_sources(_doc())["s"].multiline is False
+    assert C.parse_sources(_doc(csv={"multiline": True}))["s"].multiline is True
+    assert C.load_sources(repo / "include" / "config" / "sources.yaml")["febrl"].multiline is False
 
 
 @pytest.mark.parametrize(

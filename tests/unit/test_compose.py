@@ -333,11 +333,14 @@ def test_database_passwords_match_their_connections():
         c = conn(conn_id)
         assert c["login"] == pg["POSTGRES_USER"] and c["schema"] == pg["POSTGRES_DB"], conn_id
         assert c["password"] == env["STAGING_POSTGRES_PASSWORD"], f"{conn_id} password differs from staging-postgres"
-    c = conn("washline_staging_mssql")
-    assert c["login"] == "sa" and c["password"] == env["MSSQL_SA_PASSWORD"]
+    c = conn("washline_staging_mssql")  # the least-privilege login, never sa
+    init = service_env(services["sqlserver-init"])
+    assert c["login"] == "washline" and c["password"] == env["MSSQL_WASHLINE_PASSWORD"]
+    assert init["WASHLINE_MSSQL_PASSWORD"] == "${MSSQL_WASHLINE_PASSWORD:?set MSSQL_WASHLINE_PASSWORD in .env}"
     c = conn("washline_staging_oracle")
     ora = service_env(services["oracle"])
-    assert c["login"] == ora["APP_USER"] and c["password"] == env["ORACLE_APP_PASSWORD"]
+    assert c["login"] == "washline" and c["password"] == env["ORACLE_APP_PASSWORD"]
+    assert ora["ORACLE_APP_PASSWORD"] == "${ORACLE_APP_PASSWORD:?set ORACLE_APP_PASSWORD in .env}"
 
 
 def test_every_compose_variable_is_in_env_example():

@@ -50,9 +50,67 @@ def test_pairwise_none_without_truth(spark):
     assert pairwise_metrics(df) is None
 
 
-def test_metrics_from_counts_zero_safe():
-    assert metrics_from_counts(0, 0, 0)["f1"] == 0.0
+def test_metrics_from_counts_undefined_ratios_are_none():
+    # no predicted and no true pairs: nothing is defined
+    assert metrics_from_counts(0, 0, 0) == {"precision": None, "recall": None, "f1": None,
+                                            "tp": 0, "predicted_pairs": 0, "true_pairs": 0}
+    # no predicted pairs (all singletons) but true pairs exist: recall 0, precision undefined
+    m = metrics_from_counts(0, 0, 5)
+    assert m["precision"] is None and m["recall"] == 0.0 and m["f1"] is None
+    # predicted pairs but no true pairs: precision 0, recall undefined
+    m = metrics_from_counts(0, 3, 0)
+    assert m["precision"] == 0.0 and m["recall"] is None and m["f1"] is None
+    # both defined and 0 (no shared pair): F1 is 0, not undefined
+    assert metrics_from_counts(0, 2, 2)["f1"] == 0.0
     assert metrics_from_counts(3, 4, 6)["f1"] == pytest.approx(round(2 * 0.75 * 0.5 / 1.25, 4))
+
+
+def test_pairwise_all_singletons_has_no_precision(spark):
+    # every record its own cluster: no predicted pair; truth has pairs {a,b} {c,d}
+    df = spark.createDataFrame(
+        [("a", "C1", "T1"), ("b", "C2", "T1"), ("c", "C3", "T2"), ("d", "C4", "T2")],
+        "record_id string, cluster_id string, truth_entity string",
+    )
+    assert pairwise_metrics(df) == {"precision": None, "recall": 0.0, "f1": None,
+                                    "tp": 0, "predicted_pairs": 0, "true_pairs": 2}
+
+
+def test_pairwise_no_true_pairs_has_no_recall(spark):
+    # every truth entity a single record; the clustering made one pair
+    df = spark.createDataFrame(
+        [("a", "C1", "T1"), ("b", "C1", "T2"), ("c", "C3", "T3")],
+        "record_id string, cluster_id string, truth_entity string",
+    )
+    assert pairwise_metrics(df) == {"precision": 0.0, "recall": None, "f1": None,
+                                    "tp": 0, "predicted_pairs": 1, "true_pairs": 0}
+
+
+def test_cli_prints_null_for_undefined_metrics(tmp_path):
+    """``python -m hdwm`` on four unrelated people, each their own truth entity:
+    recall and F1 are JSON null in stdout and in metrics.json, never 0.0."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    data = tmp_path / "refs.txt"
+    data.write_text("RecID,Name,Address\n"
+                    "A1,ann,lee,12,main,st,perth\nA2,bob,kay,9,oak,ave,hobart\n"
+                    "A3,cy,ng,4,elm,rd,darwin\nA4,di,ox,77,pine,ct,albany\n")
+    truth = tmp_path / "truth.txt"
+    truth.write_text("RecID,IdTruth\nA1,1\nA2,2\nA3,3\nA4,4\n")
+    out = tmp_path / "out"
+    env = {**os.environ, "HDWM_DRIVER_MEMORY": "1g"}
+    proc = subprocess.run([sys.executable, "-m", "hdwm", "--input", str(data), "--format", "dwm",
+                           "--truth", str(truth), "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    printed = json.loads(proc.stdout)
+    written = json.loads((out / "metrics.json").read_text())
+    for metrics in (printed, written):
+        pw = metrics["pairwise"]
+        assert pw["true_pairs"] == 0 and pw["recall"] is None and pw["f1"] is None
+    assert '"recall": null' in proc.stdout
 
 
 def test_quality_does_not_depend_on_partitioning(spark):

@@ -28,3 +28,49 @@ def test_run_paths_are_per_date(tmp_path):
     assert a.landing == tmp_path / "landing"
     assert a.curated != b.curated and a.linked != b.linked and a.summary != b.summary
     assert a.curated.is_relative_to(tmp_path) and a.summary.is_relative_to(tmp_path)
+
+
+# -- the run's date: logical date, else the UTC date of run_after (washline.paths.run_ds) --
+
+def test_run_ds_prefers_the_logical_date():
+    from types import SimpleNamespace
+    from datetime import datetime, timezone
+
+    from washline.paths import run_ds
+
+    ctx = {"ds": "2025-01-01", "dag_run": SimpleNamespace(run_after=datetime(2025, 6, 6, tzinfo=timezone.utc))}
+    assert run_ds(ctx) == "2025-01-01"
+
+
+def test_run_ds_without_a_logical_date_uses_run_after_in_utc(caplog):
+    """A context as Airflow 3 builds it for ``"logical_date": null``: no ``ds`` key."""
+    import logging
+    from datetime import datetime, timedelta, timezone
+    from types import SimpleNamespace
+
+    import pendulum
+
+    from washline.paths import run_ds
+
+    plus1 = timezone(timedelta(hours=1))
+    with caplog.at_level(logging.INFO, logger="washline.paths"):
+        # 00:30 on 3 March at UTC+1 is 23:30 on 2 March in UTC
+        assert run_ds({"run_id": "manual__a", "dag_run": SimpleNamespace(
+            run_after=datetime(2025, 3, 3, 0, 30, tzinfo=plus1))}) == "2025-03-02"
+    assert "run manual__a has no logical date: using the UTC date of its run_after " \
+           "2025-03-02T23:30:00+00:00 -> ds=2025-03-02" in caplog.text
+    # Airflow hands pendulum DateTimes; a naive datetime is taken as UTC
+    assert run_ds({"dag_run": SimpleNamespace(run_after=pendulum.datetime(2025, 3, 3, 1, 0, tz="Europe/Paris"))}) \
+        == "2025-03-03"
+    assert run_ds({"ds": None, "dag_run": SimpleNamespace(run_after=datetime(2024, 2, 29, 23, 59))}) == "2024-02-29"
+
+
+def test_run_ds_without_any_date_is_a_param_error():
+    from types import SimpleNamespace
+
+    from washline.paths import run_ds
+
+    with pytest.raises(ParamError, match="no logical date .* and no run_after"):
+        run_ds({"params": {}})
+    with pytest.raises(ParamError, match="no logical date"):
+        run_ds({"dag_run": SimpleNamespace(run_after=None)})

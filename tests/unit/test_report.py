@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from datetime import datetime, timezone
 
 from washline.report import build_summary, read_cleanse_metrics, render, write_json_atomic
@@ -98,7 +100,7 @@ def test_all_quarantined_night_counts_rows_by_reason_from_the_metrics_file():
     assert s["rows"]["fixed_by_rule"] == {"bad_date": 0, "bad_postcode": 0, "bad_phone": 0}
     assert s["not_published_because"] == [NO_VALID_ROWS]
     text = render(s)
-    assert "rows in          201" in text and "quarantined      201  bad_header 201" in text
+    assert "rows in          201" in text and "quarantined      201 (100.00%)  bad_header 201" in text
     assert "None" not in text
 
 
@@ -135,3 +137,60 @@ def test_read_cleanse_metrics_only_returns_this_run_s_file(tmp_path):
     assert read_cleanse_metrics(path, "2025-01-01", not_before=started) == ALL_QUARANTINED
     later = datetime(2025, 1, 3, 2, 0, tzinfo=timezone.utc)  # written by an earlier run of the date
     assert read_cleanse_metrics(path, "2025-01-01", not_before=later) is None
+
+
+def test_ratio_with_a_zero_denominator_is_none():
+    from washline.report import ratio
+
+    assert ratio(1, 4) == 0.25 and ratio(0, 4) == 0.0 and ratio(2, 3) == 0.6667
+    assert ratio(0, 0) is None and ratio(3, 0) is None and ratio(None, 5) is None and ratio(1, None) is None
+
+
+def test_quarantined_share_is_a_ratio_of_the_rows_in():
+    s = build_summary("2025-01-01", "r1", {"cleanse": CLEANSE})
+    assert s["quarantined_share"] == 0.1
+    assert "quarantined      1 (10.00%)  column_count 1" in render(s)
+    # a night with no rows in (header-only files): the share is undefined, not 0
+    empty = {"rows_in": 0, "rows_curated": 0, "rows_quarantined": 0, "quarantined_by_reason": {}}
+    s = build_summary("2025-01-01", "r1", {"cleanse": None}, cleanse_metrics={**empty, "ds": "2025-01-01"})
+    assert s["rows"]["in"] == 0 and s["quarantined_share"] is None
+    assert json.loads(json.dumps(s))["quarantined_share"] is None  # JSON null
+    text = render(s)
+    assert "quarantined      0 (n/a)" in text and "None" not in text
+    # cleanse never ran: no share, and no "(n/a)" after a "-" count
+    s = build_summary("2025-01-01", "r1", {})
+    assert s["quarantined_share"] is None and "quarantined      -\n" in render(s) + "\n"
+
+
+@pytest.mark.parametrize("pairwise, shown", [
+    ({"precision": None, "recall": 0.0, "f1": None, "tp": 0, "predicted_pairs": 0, "true_pairs": 7},
+     "precision n/a  recall 0.0000  F1 n/a"),
+    ({"precision": 0.0, "recall": None, "f1": None, "tp": 0, "predicted_pairs": 3, "true_pairs": 0},
+     "precision 0.0000  recall n/a  F1 n/a"),
+    ({"precision": 0.9, "recall": 0.8, "f1": 0.847, "tp": 4, "predicted_pairs": 5, "true_pairs": 5},
+     "precision 0.9000  recall 0.8000  F1 0.8470"),
+])
+def test_undefined_pairwise_metrics_print_as_n_a(pairwise, shown):
+    s = build_summary("2025-01-01", "r1", {"cleanse": CLEANSE, "link": {**LINK, "pairwise": pairwise}})
+    assert s["pairwise"] == pairwise
+    text = render(s)
+    assert f"pairwise         {shown}" in text and "None" not in text
+
+
+def test_demo_summary_prints_n_a_for_null_metrics(tmp_path, monkeypatch, capsys):
+    """``python -m washline.demo summary`` on a run_summary.json whose recall is null."""
+    from washline.demo import main
+    from washline.paths import RunPaths
+
+    monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
+    link = {**LINK, "pairwise": {"precision": 0.0, "recall": None, "f1": None, "tp": 0,
+                                 "predicted_pairs": 2, "true_pairs": 0}}
+    s = build_summary("2025-01-01", "r1", {"cleanse": CLEANSE, "link": link, "load_staging": LOAD,
+                                           "check_integrity": INTEGRITY, "check_quality": QUALITY,
+                                           "publish": {"rows": {"published_records": 9}, "seconds": 0.2}})
+    write_json_atomic(RunPaths.for_run("2025-01-01", root=tmp_path).summary, s)
+    assert main(["summary", "--ds", "2025-01-01"]) == 0
+    out = capsys.readouterr().out
+    assert "precision 0.0000  recall n/a  F1 n/a" in out and "(10.00%)" in out
+    assert main(["summary", "--ds", "2025-01-01", "--json"]) == 0
+    assert '"recall": null' in capsys.readouterr().out

@@ -75,6 +75,34 @@ def test_missing_landing_folder_fails_before_spark(tmp_path, monkeypatch):
     assert ctx["ti"].pushed["error"].startswith("no input for 2025-01-01")
 
 
+def test_spark_job_without_a_logical_date_uses_the_run_after_date(tmp_path, monkeypatch):
+    """A run triggered with ``"logical_date": null`` has no ``ds`` in its context:
+    the operator derives the same date as every other task (run_after, UTC)."""
+    monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
+    ctx = {"params": {}, "run_id": "manual__nodate", "ti": FakeTI(),
+           "dag_run": SimpleNamespace(run_after=datetime(2025, 3, 2, 23, 30, tzinfo=timezone.utc))}
+    op = SparkJobOperator(task_id="cleanse", job="cleanse")
+    with pytest.raises(AirflowFailException, match="no input for 2025-03-02 in "):
+        op.execute(ctx)
+    assert ctx["ti"].pushed["error"].startswith("no input for 2025-03-02")
+    # with input for that date, spark-submit gets --ds 2025-03-02 (stopped right there)
+    (tmp_path / "landing" / "febrl" / "2025-03-02").mkdir(parents=True)
+    (tmp_path / "landing" / "febrl" / "2025-03-02" / "a.csv").write_text("rec_id\n")
+    seen = {}
+
+    def stop(self, context):
+        seen["args"] = list(self.application_args)
+        raise AirflowException("stopped before spark-submit")
+
+    monkeypatch.setattr(SparkSubmitOperatorBase(), "execute", stop)
+    with pytest.raises(AirflowException, match="stopped before spark-submit"):
+        op.execute(ctx)
+    assert seen["args"][seen["args"].index("--ds") + 1] == "2025-03-02"
+    assert str(tmp_path / "lake" / "curated" / "2025-03-02") in seen["args"]
+    # the Python tasks use the same date
+    assert tasks.run_paths(ctx).ds == "2025-03-02"
+
+
 NO_VALID_ROWS = "no valid rows for 2025-01-01: 201 row(s) in, 201 quarantined {'bad_header': 201}"
 ALL_QUARANTINED = {"ds": "2025-01-01", "rows_in": 201, "rows_curated": 0, "rows_quarantined": 201,
                    "quarantined_by_reason": {"bad_header": 201, "malformed": 0},

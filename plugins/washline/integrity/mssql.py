@@ -53,6 +53,14 @@ WARNING_ONLY = {2508}   # counts off; DBCC UPDATEUSAGE
 NOT_REPAIRABLE = {2570}  # data purity: update the value
 REPAIR_ORDER = ("REPAIR_REBUILD", "REPAIR_ALLOW_DATA_LOSS")
 
+#: SQL Server errors that mean the login lacks a permission, and the grant that fixes it
+#: (the compose stack's sql/mssql/init/01_washline_login.sql grants exactly this).
+PRIVILEGE_ERRORS = {
+    2571: "DBCC CHECKDB needs db_owner of the database: make the login its owner "
+          "(ALTER AUTHORIZATION ON DATABASE::<database> TO <login>) or a member of its db_owner role",
+    916: "the login has no access to the database: make it the database's owner "
+         "(ALTER AUTHORIZATION ON DATABASE::<database> TO <login>)",
+}
 SUMMARY_RE = re.compile(r"found (\d+) allocation errors and (\d+) consistency errors", re.I)
 REPAIR_RE = re.compile(r"(repair_\w+) is the minimum repair level", re.I)
 
@@ -299,6 +307,20 @@ def _fetch_all_sets(cursor: Any) -> list[tuple[list[str], list[tuple]]]:
             return sets
 
 
+def describe_error(exc: BaseException) -> str:
+    """One line for a failed check; a permission error (``PRIVILEGE_ERRORS``,
+    pymssql's ``(number, b"message")`` or a message naming "Msg <number>")
+    also names the grant that fixes it."""
+    text = f"{type(exc).__name__}: {exc}"
+    number = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+    if number is None:
+        m = re.match(r"\((\d+),", str(exc)) or re.search(r"\bMsg (\d+)\b", str(exc))
+        number = int(m.group(1)) if m else None
+    if number in PRIVILEGE_ERRORS:
+        text += f" — missing privilege: {PRIVILEGE_ERRORS[number]}"
+    return text
+
+
 def check(hook: Any, mode: str = "full", options: CheckDbOptions | None = None,
           timeout_s: float | None = None) -> IntegrityReport:
     """Run ``DBCC CHECKDB`` on the connection's current database through an ``MsSqlHook``.
@@ -344,7 +366,7 @@ def check(hook: Any, mode: str = "full", options: CheckDbOptions | None = None,
         finally:
             conn.close()
     except Exception as exc:
-        return error_report("mssql", database, mode, command, started, f"{type(exc).__name__}: {exc}",
+        return error_report("mssql", database, mode, command, started, describe_error(exc),
                             options=opts.with_items(), coverage=opts.coverage())
     records = [r for cols, rows in sets if any(c.lower() == "error" for c in cols) for r in rows_to_dicts(cols, rows)]
     return report_from_records(records, database=database, mode=mode, command=command, started=started,

@@ -46,8 +46,8 @@ CORRUPTION_CODES = {
     "ORA-08103": "object no longer exists (possible block corruption)",
 }
 PRIVILEGE_CODES = {
-    "ORA-00942": f"SELECT on {VIEW}: GRANT SELECT_CATALOG_ROLE (or SELECT ON V_$DATABASE_BLOCK_CORRUPTION) "
-                 "to the connection's user",
+    "ORA-00942": f"SELECT on {VIEW}: GRANT SELECT ON SYS.V_$DATABASE_BLOCK_CORRUPTION TO <user> "
+                 "(or the broader SELECT_CATALOG_ROLE) for the connection's user",
     "ORA-01031": "ANALYZE on the staging tables: the connection's user must own them or hold ANALYZE ANY",
 }
 ORA_RE = re.compile(r"ORA-\d{5}")

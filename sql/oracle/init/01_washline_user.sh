@@ -1,0 +1,35 @@
+#!/bin/bash
+# washline on Oracle: the staging user with only the grants washline uses.
+#
+# gvenzl/oracle-free runs the files of /container-entrypoint-initdb.d once,
+# when it creates the database; the compose service `oracle` mounts this
+# folder there. The password comes from the environment (ORACLE_APP_PASSWORD)
+# and reaches sqlplus on stdin, never in argv; sqlplus logs in with operating
+# system authentication (/ as sysdba), so no SYS password is used either.
+#
+# Grants (README "Grants each check needs"):
+#   CREATE SESSION                 connect
+#   CREATE TABLE + quota on USERS  load_staging / publish create and fill the tables
+#                                  the user owns; as their owner it may ANALYZE
+#                                  ... VALIDATE STRUCTURE them (check_integrity):
+#                                  no ANALYZE ANY
+#   CREATE VIEW                    check_quality's slice views (without it GX falls
+#                                  back to query assets)
+#   SELECT ON SYS.V_$DATABASE_BLOCK_CORRUPTION
+#                                  check_integrity reads the corrupt-block view;
+#                                  the narrow grant instead of SELECT_CATALOG_ROLE
+set -euo pipefail
+: "${ORACLE_APP_PASSWORD:?ORACLE_APP_PASSWORD is not set}"
+PDB=FREEPDB1  # the service name of the washline connection
+
+sqlplus -s -L / as sysdba <<SQL
+WHENEVER SQLERROR EXIT SQL.SQLCODE
+ALTER SESSION SET CONTAINER = ${PDB};
+CREATE USER washline IDENTIFIED BY "${ORACLE_APP_PASSWORD}" DEFAULT TABLESPACE USERS QUOTA UNLIMITED ON USERS;
+GRANT CREATE SESSION TO washline;
+GRANT CREATE TABLE TO washline;
+GRANT CREATE VIEW TO washline;
+GRANT SELECT ON SYS.V_\$DATABASE_BLOCK_CORRUPTION TO washline;
+EXIT
+SQL
+echo "washline: user washline created in ${PDB}"

@@ -1,0 +1,174 @@
+"""``hdwm.closure.connected_components`` against networkx on random graphs.
+
+Several hundred seeded random graphs (chains, stars, cliques, random trees,
+sparse Erdős–Rényi graphs and mixtures of them, with duplicate edges, reversed
+edges and self loops) of 10 to 100,000 nodes. The graphs of one batch get
+disjoint node ids (``<graph>:<label>``) and go into ONE edge DataFrame, so one
+``connected_components`` call closes them all. The expected labelling is
+networkx's components, each labelled with its smallest id as a string (the
+``cluster_id`` rule); the comparison is a Spark join, not a driver-side loop.
+
+Labels are random strings of digits and letters, not zero-padded, so the
+lexicographic minimum is rarely the first node of a chain or the centre of a
+star (the order large-star/small-star must discover).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import networkx as nx
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from hdwm.closure import ClosureDidNotConverge, connected_components
+
+pytestmark = pytest.mark.spark
+
+ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _labels(rnd: random.Random, n: int) -> list[str]:
+    """``n`` distinct random labels of 1 to 7 characters."""
+    out: set[str] = set()
+    while len(out) < n:
+        out.add("".join(rnd.choice(ALPHABET) for _ in range(rnd.randint(1, 7))))
+    labels = list(out)
+    rnd.shuffle(labels)
+    return labels
+
+
+def _chain(rnd, nodes):
+    return list(zip(nodes, nodes[1:]))
+
+
+def _star(rnd, nodes):
+    centre = rnd.choice(nodes)
+    return [(centre, v) if rnd.random() < 0.5 else (v, centre) for v in nodes if v != centre]
+
+
+def _clique(rnd, nodes):
+    return [(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1:]]
+
+
+def _tree(rnd, nodes):
+    return [(nodes[i], nodes[rnd.randrange(i)]) for i in range(1, len(nodes))]
+
+
+def _sparse(rnd, nodes):
+    # mean degree about 1.2: many small components, a few larger ones, isolated nodes
+    n = len(nodes)
+    return [(rnd.choice(nodes), rnd.choice(nodes)) for _ in range(int(0.6 * n))]
+
+
+SHAPES = {"chain": _chain, "star": _star, "clique": _clique, "tree": _tree, "sparse": _sparse}
+
+
+def _mixture(rnd, nodes):
+    """Consecutive slices of ``nodes`` as chains/stars/cliques/trees, a few bridges between them."""
+    edges, slices, i = [], [], 0
+    while i < len(nodes):
+        size = min(len(nodes) - i, rnd.randint(2, max(2, len(nodes) // 4)))
+        shape = rnd.choice(["chain", "star", "tree", "clique" if size <= 40 else "tree"])
+        part = nodes[i:i + size]
+        edges += SHAPES[shape](rnd, part)
+        slices.append(part)
+        i += size
+    for _ in range(rnd.randint(0, len(slices))):
+        a, b = rnd.sample(range(len(slices)), 2) if len(slices) > 1 else (0, 0)
+        edges.append((rnd.choice(slices[a]), rnd.choice(slices[b])))
+    return edges
+
+
+SHAPES["mixture"] = _mixture
+
+
+def _graph(rnd: random.Random, gid: int, shape: str, n: int):
+    """Edges of one random graph with ids ``<gid>:<label>``, plus noise: some
+    edges repeated, some reversed, some self loops (a node with only a self
+    loop is a component of its own)."""
+    nodes = [f"{gid}:{x}" for x in _labels(rnd, n)]
+    edges = SHAPES[shape](rnd, nodes)
+    noise = []
+    for a, b in rnd.sample(edges, min(len(edges), rnd.randint(0, 5))):
+        noise += [(a, b), (b, a)]
+    noise += [(v, v) for v in rnd.sample(nodes, min(n, rnd.randint(0, 3)))]
+    edges = edges + noise
+    rnd.shuffle(edges)
+    return edges
+
+
+def _expected(edges) -> dict[str, str]:
+    g = nx.Graph()
+    g.add_edges_from(edges)  # self loops add the node
+    out = {}
+    for comp in nx.connected_components(g):
+        low = min(comp)
+        out.update(dict.fromkeys(comp, low))
+    return out
+
+
+def _compare(spark, tmp_path, edges, name):
+    """Run connected_components on ``edges`` and compare with networkx in Spark.
+
+    Returns (rounds, number of components)."""
+    expected = _expected(edges)
+    e_path, x_path = tmp_path / f"{name}-edges.parquet", tmp_path / f"{name}-expected.parquet"
+    pq.write_table(pa.table({"id1": [a for a, _ in edges], "id2": [b for _, b in edges]}), e_path)
+    pq.write_table(pa.table({"record_id": list(expected), "want": list(expected.values())}), x_path)
+    out, rounds = connected_components(spark.read.parquet(str(e_path)))
+    want = spark.read.parquet(str(x_path))
+    from pyspark.sql import functions as F
+
+    joined = out.join(want, "record_id", "full_outer")
+    row = joined.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.countDistinct("record_id").alias("ids"),
+        F.sum(F.when(~F.col("component").eqNullSafe(F.col("want")), 1).otherwise(0)).alias("bad"),
+        F.countDistinct("component").alias("components"),
+    ).first()
+    bad = joined.filter(~F.col("component").eqNullSafe(F.col("want"))).limit(5).collect()
+    assert row["bad"] == 0, f"{row['bad']} node(s) labelled differently from networkx, e.g. {bad}"
+    assert row["rows"] == row["ids"] == len(expected)  # every node once, none invented or lost
+    assert row["components"] == len(set(expected.values()))
+    return rounds, row["components"]
+
+
+def test_several_hundred_small_graphs_in_one_batch(spark, tmp_path):
+    """300 graphs of 10 to 2,000 nodes (log-uniform sizes; cliques up to 60),
+    all shapes, in one DataFrame and one ``connected_components`` call."""
+    rnd = random.Random(20240615)
+    shapes = ["chain", "star", "clique", "tree", "sparse", "mixture"]
+    edges, kinds = [], {}
+    for gid in range(300):
+        shape = shapes[gid % len(shapes)]
+        n = int(math.exp(rnd.uniform(math.log(10), math.log(60 if shape == "clique" else 2000))))
+        edges += _graph(rnd, gid, shape, n)
+        kinds[shape] = kinds.get(shape, 0) + 1
+    rounds, components = _compare(spark, tmp_path, edges, "small")
+    assert kinds == dict.fromkeys(shapes, 50)
+    assert rounds >= 2 and components > 300  # sparse graphs hold many components each
+
+
+@pytest.mark.slow
+def test_graphs_of_100k_nodes(spark, tmp_path):
+    """A 100,000-node chain (the slow case for large-star/small-star: a long
+    path) and a 100,000-node mixture of chains, stars, trees and cliques with
+    bridges, together in one call."""
+    rnd = random.Random(100_000)
+    edges = _graph(rnd, 0, "chain", 100_000) + _graph(rnd, 1, "mixture", 100_000)
+    rounds, components = _compare(spark, tmp_path, edges, "big")
+    assert rounds >= 5 and components >= 2
+
+
+def test_long_chain_with_too_few_rounds_does_not_converge(spark):
+    """A chain of 200 shuffled ids needs more than two rounds (the batch tests
+    show chains converge with the default limit); with ``max_rounds=2`` the
+    closure raises ``ClosureDidNotConverge`` instead of returning a partial
+    partition."""
+    rnd = random.Random(5)
+    df = spark.createDataFrame(_chain(rnd, _labels(rnd, 200)), "id1 string, id2 string")
+    with pytest.raises(ClosureDidNotConverge, match="did not converge in 2 rounds"):
+        connected_components(df, max_rounds=2)
