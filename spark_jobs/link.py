@@ -1,29 +1,49 @@
 """spark-submit entry point: link one day's curated references with HDWM.
 
     spark-submit spark_jobs/link.py --curated DIR --out DIR --ds YYYY-MM-DD \
-        --profile NAME_OR_PATH [--checkpoint-dir DIR]
+        --profile NAME_OR_PATH [--checkpoint-dir DIR] [--registry DIR] \
+        [--source-col source] [--decisions FILE] [--landing DIR]
 
 Input ``--curated``: Parquet of cleansed references with ``record_id``
-(string, unique), ``source``, ``truth_entity`` (nullable), ``ds``,
-``source_file``, ``line_number`` and any attribute columns. The reference
-text is every other column in file order, cast to string (DATE/TIMESTAMP as
-``yyyyMMdd``), nulls skipped, joined by spaces.
+(string), ``source`` (``--source-col``; a plain identifier
+``[A-Za-z0-9_-]+``), ``truth_entity`` (nullable), ``ds``, ``source_file``,
+``line_number`` and any attribute columns. A reference is keyed by
+(source, record_id), which must be unique; two sources may reuse a record id.
+The engine sees one key ``ref_key = source|record_id``, which never reaches
+an output. The reference text is every other column in file order, cast to
+string (DATE/TIMESTAMP as ``yyyyMMdd``), nulls skipped, joined by spaces.
+
+Without ``--registry`` the night is linked on its own. With ``--registry DIR``
+(``lake/entities``) it is linked incrementally against the latest published
+registry version before ``--ds`` (``hdwm.registry``, ``hdwm.incremental``) and
+registry version ``ds=<ds>`` is written (members, entities, changes,
+frequencies, ``_COMPLETE.json``). A date after a published one, or one whose
+predecessor (a date with ``lake/curated/<p>`` or, with ``--landing``,
+``landing/<source>/<p>``) was neither published nor rejected, is refused.
+``--decisions`` (default ``$WASHLINE_DATA/decisions/decisions.csv`` if it
+exists): must_link / cannot_link pairs that always hold.
 
 Output (all overwritten on rerun):
-* ``<out>/links/`` Parquet: ``record_id`` string, ``cluster_id`` string
-  (smallest record_id of the cluster), ``iteration`` int (0 = leftover
+* ``<out>/links/`` Parquet: ``source`` string, ``record_id`` string (the
+  source's record id), ``cluster_id`` string (with ``--registry``: the entity
+  id; without: the smallest record_id of the cluster, or a minted ``E…`` id
+  when the night's sources reuse record ids), ``iteration`` int (0 = leftover
   singleton), ``mu`` double (null for singletons), ``quality`` double,
-  ``cluster_size`` int – one row per input record.
+  ``cluster_size`` int (with ``--registry``: the entity's member count) –
+  one row per input record.
 * ``<out>/clusters/`` Parquet: ``cluster_id, cluster_size, quality, iteration``.
 * ``<out>/metrics.json`` (written atomically): ds, profile, references,
   clusters, singletons, largest_cluster, iterations[], pairwise (null without
-  truth), seconds. It is deleted when the job starts and written last, so
-  its presence means ``links/`` and ``clusters/`` are complete: a job killed
-  mid-write (``links/`` half written) leaves no metrics.json, and the rerun
-  overwrites both folders.
+  truth; over the night's references), registry (the ``_COMPLETE.json``
+  counts, null without ``--registry``), seconds. It is deleted when the job
+  starts and written last, so its presence means ``links/`` and ``clusters/``
+  are complete: a job killed mid-write (``links/`` half written) leaves no
+  metrics.json, and the rerun overwrites both folders.
 
-Exit status: 0 on success, 2 on bad arguments/profile, 1 on any other error
-(raised after logging).
+Exit status: 0 on success; 2 (permanent, not retried) on bad arguments or
+profile, unusable input (no record_id/source column, a bad source name,
+duplicate (source, record_id)), a registry refusal, an incomplete base
+version or a bad decisions file; 1 on any other error (raised after logging).
 """
 
 from __future__ import annotations
@@ -122,7 +142,7 @@ def attributes_map(df):
 
 def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str | None = None, spark=None, *,
         registry: str | None = None, source_col: str = "source", decisions: str | None = None,
-        landing: str | None = None) -> dict:
+        landing: str | None = None, neighbourhood: str = "block_key") -> dict:
     """Link ``curated`` into ``out``; returns the metrics dict written to metrics.json.
 
     References are keyed by (``source_col``, ``record_id``): two sources may
@@ -131,7 +151,8 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
     (``hdwm.incremental``) and version ``ds`` is written there; ``cluster_id``
     is then the entity id. ``decisions`` (default
     ``$WASHLINE_DATA/decisions/decisions.csv`` if present) holds must-link /
-    cannot-link pairs that always hold.
+    cannot-link pairs that always hold. ``neighbourhood`` is passed to
+    ``hdwm.incremental.link_night`` (``block_key`` or ``token``; benchmarks only).
 
     Raises:
         hdwm.config.ProfileError: unknown or invalid profile.
@@ -194,7 +215,7 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
     if registry:
         links, metrics, registry_counts = _link_with_registry(spark, refs, registry, ds, base_ds, profile, must,
                                                               cannot, ckpt, t0, read_version, clear_markers,
-                                                              write_version)
+                                                              write_version, neighbourhood)
     else:
         links, metrics = _link_alone(spark, refs, ds, profile, must, cannot, ckpt, unique_ids=crow["r"] == crow["n"])
         registry_counts = None
@@ -253,7 +274,7 @@ def _link_alone(spark, refs, ds, profile, must, cannot, ckpt, unique_ids: bool):
 
 
 def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, cannot, ckpt, t0, read_version,
-                        clear_markers, write_version):
+                        clear_markers, write_version, neighbourhood="block_key"):
     """Link the night against registry version ``base_ds`` and write version ``ds``."""
     from pyspark.sql import functions as F
 
@@ -262,7 +283,7 @@ def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, canno
 
     base = read_version(spark, registry, base_ds)
     night = refs.drop("ref_key")
-    res = link_night(spark, base, night, ds, profile, must, cannot, ckpt)
+    res = link_night(spark, base, night, ds, profile, must, cannot, ckpt, neighbourhood=neighbourhood)
     links = res.links.join(refs.select("ref_key", "source", "record_id"), "ref_key").select(
         "source", "record_id", F.col("entity_id").alias("cluster_id"), "iteration", "mu", "quality",
         F.col("member_count").cast("int").alias("cluster_size")).localCheckpoint(eager=True)
