@@ -463,7 +463,10 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
         raise ValueError(f"(source, record_id) is not unique in the night: {row['n']} rows, {row['d']} distinct")
     n_night = int(row["n"])
     base_mem = base.members.withColumn("ref_key", ref_key_col())
-    n_base = base_mem.count()
+    n_base = base.complete.get("references_total")
+    if n_base is None:
+        n_base = base_mem.count()
+    n_base = int(n_base)
 
     # 1. frequencies: base + night, minus the old text of references sent again
     night_tok = _freeze(tokenize(night.select(F.col("ref_key").alias("record_id"), "text"), profile))

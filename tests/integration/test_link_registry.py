@@ -211,3 +211,39 @@ def test_bad_source_name_and_duplicates_exit_2(spark, tmp_path):
         spark.createDataFrame(pdf).write.parquet(str(cur))
         with pytest.raises(link.LinkInputError, match="source names must match" if name == "bad" else "not unique"):
             link.run(str(cur), str(tmp_path / f"o{name}"), "2024-01-01", "default", spark=spark, decisions="")
+
+
+def test_full_rebuild_reports_and_publishes_as_version(spark, nights, tmp_path):
+    _, reg, _, _ = nights
+    from hdwm.metrics import metrics_from_counts
+    from hdwm.registry import RegistryError, main, rebuild
+
+    rep = rebuild(spark, str(reg), "2024-01-03", str(tmp_path / "rb"), "default", decisions=None,
+                  publish_as_version="2024-01-06")
+    part = pd.read_parquet(tmp_path / "rb" / "partition")
+    assert len(part) == 9 and rep["references"] == 9
+    assert set(zip(part["source"], part["record_id"])) == set(_ids(reg, "2024-01-03"))
+
+    def pairs(groups):
+        return sum(n * (n - 1) // 2 for n in groups)
+    tp = pairs(part.groupby(["rebuilt_cluster", "entity_id"]).size())
+    expect = metrics_from_counts(tp, pairs(part.groupby("rebuilt_cluster").size()),
+                                 pairs(part.groupby("entity_id").size()))
+    assert rep["pairwise_vs_incremental"] == expect
+    assert json.loads((tmp_path / "rb" / "rebuild_report.json").read_text()) == rep
+    # the published rebuild: every reference in exactly one entity; a vanished id is in a merge/split row
+    v = reg / "ds=2024-01-06"
+    assert json.loads((v / "_COMPLETE.json").read_text())["base_ds"] == "2024-01-03"
+    m6 = _members(reg, "2024-01-06")
+    assert len(m6) == 9 and not m6.duplicated(["source", "record_id"]).any()
+    e6 = pd.read_parquet(v / "entities")
+    assert set(e6["entity_id"]) == set(m6["entity_id"]) and e6["member_count"].sum() == 9
+    ch = pd.read_parquet(v / "changes")
+    gone = set(_ids(reg, "2024-01-03").values()) - set(e6["entity_id"])
+    mentioned = {i for f in ch["from_entity_ids"] for i in f.split(",") if i}
+    assert gone <= mentioned
+    if expect["f1"] == 1.0:  # the same partition: every id kept, nothing to record
+        assert _ids(reg, "2024-01-06") == _ids(reg, "2024-01-03") and ch.empty
+    with pytest.raises(RegistryError, match="after 2024-01-03"):
+        rebuild(spark, str(reg), "2024-01-03", str(tmp_path / "rb2"), publish_as_version="2024-01-03")
+    assert main(["rebuild", "--registry", str(reg), "--ds", "2024-1-3", "--out", str(tmp_path / "x")]) == 2
