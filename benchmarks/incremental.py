@@ -102,7 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-batch", action="store_true", help="no full batch relink at the end")
     ap.add_argument("--work", default=None, help="working folder (default: a new temp folder)")
     ap.add_argument("--json", default=None, help="write the results here too")
+    ap.add_argument("--compare-neighbourhood", action="store_true",
+                    help="no linking: on the registry of an earlier run in --work, count each night's "
+                         "neighbourhood under both rules (block_key, token)")
     a = ap.parse_args(argv)
+    if a.compare_neighbourhood:
+        return compare_neighbourhood(Path(a.work), a.profile)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import pandas as pd
@@ -183,6 +188,43 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {r['night']} | {r['seconds']} | {r['seconds'] / base_s:.2f} | {r['neighbourhood']} | {r['new']} | "
               f"{r['joined']} | {r['merges']} | {r['splits']} | {r['night_f1']} |")
     print(json.dumps({k: v for k, v in results.items() if k != "per_night_results"}, indent=2))
+    spark.stop()
+    return 0
+
+
+def compare_neighbourhood(work: Path, profile_name: str) -> int:
+    """For every night d > 1 of an earlier run in ``work``: the neighbourhood
+    (members of the entities of the candidates) of d against version d-1 under
+    both rules. Prints a Markdown table."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import functions as F
+
+    from hdwm.config import load_profile
+    from hdwm.incremental import candidate_references
+    from hdwm.registry import read_version, ref_key_col, versions
+    from hdwm.spark import get_spark
+    from hdwm.tokenizer import tokenize
+
+    spark = get_spark("incremental-neighbourhood", {"spark.ui.enabled": "false"})
+    spark.sparkContext.setLogLevel("WARN")
+    profile = load_profile(profile_name)
+    reg = work / "data" / "lake" / "entities"
+    vs = versions(reg)
+    print("| night | registry | night refs | block_key: neighbourhood | token: neighbourhood |")
+    print("|---:|---:|---:|---:|---:|")
+    for i in range(1, len(vs)):
+        prev, cur = read_version(spark, reg, vs[i - 1]), read_version(spark, reg, vs[i])
+        base_mem = prev.members.withColumn("ref_key", ref_key_col())
+        night = (cur.members.filter(F.col("first_seen_ds") == vs[i]).withColumn("ref_key", ref_key_col()))
+        ntok = tokenize(night.select(F.col("ref_key").alias("record_id"), "text"), profile)
+        eff = profile.effective(cur.complete["references_total"])
+        sizes = []
+        for mode in ("block_key", "token"):
+            cand = candidate_references(base_mem, ntok, cur.frequencies, eff, profile, mode)
+            ents = cand.join(base_mem, "ref_key").select("entity_id").distinct()
+            sizes.append(base_mem.join(ents, "entity_id", "left_semi").count())
+        print(f"| {i + 1} | {prev.complete['references_total']} | {night.count()} | {sizes[0]} | {sizes[1]} |",
+              flush=True)
     spark.stop()
     return 0
 

@@ -485,21 +485,7 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     eff = profile.effective(n_total)
 
     # 2. candidate neighbourhood
-    night_bt = _freeze(blocking_tokens(night_tok, freq, eff).select(F.col("record_id").alias("ref_key"), "token"))
-    bt_set = night_bt.select("token").distinct()
-    reg_tok = tokenize(base_mem.select(F.col("ref_key").alias("record_id"), "text"), profile)
-    reg_bt = (reg_tok.select(F.col("record_id").alias("ref_key"), F.explode(F.array_distinct("tokens")).alias("token"))
-              .join(bt_set, "token", "left_semi"))
-    if neighbourhood == "block_key" and eff.blockByPairs:
-        def keys(bt):
-            a = bt.select("ref_key", F.col("token").alias("t1"))
-            b = bt.select("ref_key", F.col("token").alias("t2"))
-            return a.join(b, "ref_key").filter(F.col("t1") < F.col("t2")).select(
-                "ref_key", F.concat_ws(" ", "t1", "t2").alias("block_key"))
-        nkeys = keys(night_bt).select("block_key").distinct()
-        cand = keys(reg_bt).join(nkeys, "block_key", "left_semi").select("ref_key").distinct()
-    else:
-        cand = reg_bt.select("ref_key").distinct()
+    cand = candidate_references(base_mem, night_tok, freq, eff, profile, neighbourhood)
     cand_ents = cand.join(base_mem.select("ref_key", "entity_id"), "ref_key").select("entity_id")
     extra = _decision_entities(spark, base_mem, must, cannot)
     touched = cand_ents.unionByName(resent.select("entity_id"))
@@ -540,6 +526,37 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     _say(f"ds={ds} done: {res.counts} ({time.time() - t0:.1f}s)")
     return res
 
+
+
+def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
+                         profile: LinkageProfile, neighbourhood: str = "block_key") -> DataFrame:
+    """Registry references that could share a block with a night reference.
+
+    Args:
+        base_mem: registry members with ``ref_key`` and ``text``.
+        night_tok: the night's (``record_id`` = ref_key, ``tokens``).
+        freq: combined raw frequencies (``token``, ``freq``).
+        eff: the profile made effective for the population size (blocking rule).
+        neighbourhood: ``block_key`` – share an engine block key (a sorted pair
+            of blocking tokens with ``blockByPairs``); ``token`` – share any blocking token.
+
+    Returns: DataFrame(``ref_key``) distinct.
+    """
+    night_bt = blocking_tokens(night_tok, freq, eff).select(F.col("record_id").alias("ref_key"), "token")
+    night_bt = _freeze(night_bt)
+    bt_set = night_bt.select("token").distinct()
+    reg_tok = tokenize(base_mem.select(F.col("ref_key").alias("record_id"), "text"), profile)
+    reg_bt = (reg_tok.select(F.col("record_id").alias("ref_key"), F.explode(F.array_distinct("tokens")).alias("token"))
+              .join(bt_set, "token", "left_semi"))
+    if neighbourhood == "block_key" and eff.blockByPairs:
+        def keys(bt):
+            a = bt.select("ref_key", F.col("token").alias("t1"))
+            b = bt.select("ref_key", F.col("token").alias("t2"))
+            return a.join(b, "ref_key").filter(F.col("t1") < F.col("t2")).select(
+                "ref_key", F.concat_ws(" ", "t1", "t2").alias("block_key"))
+        nkeys = keys(night_bt).select("block_key").distinct()
+        return keys(reg_bt).join(nkeys, "block_key", "left_semi").select("ref_key").distinct()
+    return reg_bt.select("ref_key").distinct()
 
 def _decision_entities(spark: SparkSession, base_mem: DataFrame, must: DataFrame | None,
                        cannot: DataFrame | None) -> set[str]:
