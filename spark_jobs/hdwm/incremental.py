@@ -538,25 +538,35 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
         freq: combined raw frequencies (``token``, ``freq``).
         eff: the profile made effective for the population size (blocking rule).
         neighbourhood: ``block_key`` – share an engine block key (a sorted pair
-            of blocking tokens with ``blockByPairs``); ``token`` – share any blocking token.
+            of blocking tokens with ``blockByPairs``, and with ``rareTokenBlocks``
+            a blocking token rarer than ``√beta`` on its own, as
+            ``hdwm.blocking.build_blocks``); ``token`` – share any blocking token.
 
     Returns: DataFrame(``ref_key``) distinct.
     """
-    night_bt = blocking_tokens(night_tok, freq, eff).select(F.col("record_id").alias("ref_key"), "token")
+    night_bt = blocking_tokens(night_tok, freq, eff).select(F.col("record_id").alias("ref_key"), "token", "freq")
     night_bt = _freeze(night_bt)
-    bt_set = night_bt.select("token").distinct()
+    bt_set = night_bt.select("token", "freq").distinct()
     reg_tok = tokenize(base_mem.select(F.col("ref_key").alias("record_id"), "text"), profile)
     reg_bt = (reg_tok.select(F.col("record_id").alias("ref_key"), F.explode(F.array_distinct("tokens")).alias("token"))
-              .join(bt_set, "token", "left_semi"))
+              .join(bt_set, "token"))
     if neighbourhood == "block_key" and eff.blockByPairs:
         def keys(bt):
             a = bt.select("ref_key", F.col("token").alias("t1"))
             b = bt.select("ref_key", F.col("token").alias("t2"))
-            return a.join(b, "ref_key").filter(F.col("t1") < F.col("t2")).select(
+            k = a.join(b, "ref_key").filter(F.col("t1") < F.col("t2")).select(
                 "ref_key", F.concat_ws(" ", "t1", "t2").alias("block_key"))
+            if getattr(eff, "rareTokenBlocks", False):
+                # the engine's rule: a token rarer than sqrt(beta) also blocks on its own
+                from .blocking import rare_token_limit
+
+                k = k.unionByName(bt.filter(F.col("freq") <= rare_token_limit(eff))
+                                  .select("ref_key", F.col("token").alias("block_key")))
+            return k
         nkeys = keys(night_bt).select("block_key").distinct()
         return keys(reg_bt).join(nkeys, "block_key", "left_semi").select("ref_key").distinct()
     return reg_bt.select("ref_key").distinct()
+
 
 def _decision_entities(spark: SparkSession, base_mem: DataFrame, must: DataFrame | None,
                        cannot: DataFrame | None) -> set[str]:
