@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-night", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--generator", choices=sorted(GENERATORS), default="synth")
-    ap.add_argument("--neighbourhood", choices=["block_key", "token"], default="block_key")
+    ap.add_argument("--neighbourhood", choices=["block_key", "pair_key", "token"], default="block_key")
     ap.add_argument("--profile", default="default")
     ap.add_argument("--skip-batch", action="store_true", help="no full batch relink at the end")
     ap.add_argument("--work", default=None, help="working folder (default: a new temp folder)")

@@ -15,6 +15,10 @@ night's references and returns the next version:
    of blocking tokens – so exactly the registry references that could land in a
    block with a night reference are candidates; ``neighbourhood="token"`` takes
    any shared blocking token (a superset; measured in benchmarks/README.md).
+   With the engine's ``rareTokenBlocks`` a single rare token is a block key
+   too, and on large nights that brings nearly the whole registry in
+   (measured: benchmarks/README.md); ``neighbourhood="pair_key"`` leaves those
+   keys out.
    Then every member of the entities the candidates belong to joins them
    (an entity above ``big_entity_warn`` members is logged as a warning), plus
    the entities named by human decisions the night could affect.
@@ -445,7 +449,8 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     Args:
         night: (``source``, ``record_id``, ``text``, ``attributes`` map<string,string>
             [, ``truth_entity``]); (source, record_id) unique.
-        neighbourhood: ``block_key`` (engine block keys) or ``token`` (any shared blocking token).
+        neighbourhood: ``block_key`` (engine block keys), ``pair_key`` (pair keys only) or
+            ``token`` (any shared blocking token); see ``candidate_references``.
 
     Returns: ``NightResult`` with ``frequencies`` and ``links``; ``counts`` also
     holds ``neighbourhood_references`` and ``linked_references`` (what the engine saw).
@@ -455,8 +460,8 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     """
     t0 = time.time()
     profile = load_profile(profile)
-    if neighbourhood not in ("block_key", "token"):
-        raise ValueError(f"neighbourhood must be block_key or token, got {neighbourhood!r}")
+    if neighbourhood not in ("block_key", "pair_key", "token"):
+        raise ValueError(f"neighbourhood must be block_key, pair_key or token, got {neighbourhood!r}")
     night = _freeze(night.withColumn("ref_key", ref_key_col()))
     row = night.agg(F.count(F.lit(1)).alias("n"), F.countDistinct("ref_key").alias("d")).first()
     if row["n"] != row["d"]:
@@ -540,7 +545,9 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
         neighbourhood: ``block_key`` – share an engine block key (a sorted pair
             of blocking tokens with ``blockByPairs``, and with ``rareTokenBlocks``
             a blocking token rarer than ``√beta`` on its own, as
-            ``hdwm.blocking.build_blocks``); ``token`` – share any blocking token.
+            ``hdwm.blocking.build_blocks``); ``pair_key`` – share a pair key
+            (the single rare-token keys left out; see benchmarks/README.md);
+            ``token`` – share any blocking token.
 
     Returns: DataFrame(``ref_key``) distinct.
     """
@@ -550,13 +557,13 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     reg_tok = tokenize(base_mem.select(F.col("ref_key").alias("record_id"), "text"), profile)
     reg_bt = (reg_tok.select(F.col("record_id").alias("ref_key"), F.explode(F.array_distinct("tokens")).alias("token"))
               .join(bt_set, "token"))
-    if neighbourhood == "block_key" and eff.blockByPairs:
+    if neighbourhood in ("block_key", "pair_key") and eff.blockByPairs:
         def keys(bt):
             a = bt.select("ref_key", F.col("token").alias("t1"))
             b = bt.select("ref_key", F.col("token").alias("t2"))
             k = a.join(b, "ref_key").filter(F.col("t1") < F.col("t2")).select(
                 "ref_key", F.concat_ws(" ", "t1", "t2").alias("block_key"))
-            if getattr(eff, "rareTokenBlocks", False):
+            if neighbourhood == "block_key" and getattr(eff, "rareTokenBlocks", False):
                 # the engine's rule: a token rarer than sqrt(beta) also blocks on its own
                 from .blocking import rare_token_limit
 

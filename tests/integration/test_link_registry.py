@@ -247,3 +247,20 @@ def test_full_rebuild_reports_and_publishes_as_version(spark, nights, tmp_path):
     with pytest.raises(RegistryError, match="after 2024-01-03"):
         rebuild(spark, str(reg), "2024-01-03", str(tmp_path / "rb2"), publish_as_version="2024-01-03")
     assert main(["rebuild", "--registry", str(reg), "--ds", "2024-1-3", "--out", str(tmp_path / "x")]) == 2
+
+
+def test_decisions_hold_through_the_link_job(spark, tmp_path):
+    """cannot_link keeps two duplicates apart, must_link joins two strangers (engine + fallback)."""
+    link = _link_module()
+    dec = tmp_path / "decisions.csv"
+    dec.write_text("source_a,record_id_a,source_b,record_id_b,decision,decided_by,decided_at,note\n"
+                   "crm,c1,crm,c2,cannot_link,ann,2024-01-01T10:00,father and son\n"
+                   "crm,c3,crm,c5,must_link,ann,2024-01-01T10:00,same person after marriage\n")
+    reg = tmp_path / "lake" / "entities"
+    cur = _curated(spark, tmp_path, "2024-01-01", "crm", NIGHT1)
+    link.run(cur, str(tmp_path / "o"), "2024-01-01", "default", spark=spark, registry=str(reg), decisions=str(dec))
+    ids = _ids(reg, "2024-01-01")
+    assert ids[("crm", "c1")] != ids[("crm", "c2")]
+    assert ids[("crm", "c3")] == ids[("crm", "c5")]
+    ents = pd.read_parquet(reg / "ds=2024-01-01" / "entities")
+    assert ents["member_count"].sum() == 5 and len(ents) == 4
