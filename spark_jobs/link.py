@@ -1,29 +1,49 @@
 """spark-submit entry point: link one day's curated references with HDWM.
 
     spark-submit spark_jobs/link.py --curated DIR --out DIR --ds YYYY-MM-DD \
-        --profile NAME_OR_PATH [--checkpoint-dir DIR]
+        --profile NAME_OR_PATH [--checkpoint-dir DIR] [--registry DIR] \
+        [--source-col source] [--decisions FILE] [--landing DIR]
 
 Input ``--curated``: Parquet of cleansed references with ``record_id``
-(string, unique), ``source``, ``truth_entity`` (nullable), ``ds``,
-``source_file``, ``line_number`` and any attribute columns. The reference
-text is every other column in file order, cast to string (DATE/TIMESTAMP as
-``yyyyMMdd``), nulls skipped, joined by spaces.
+(string), ``source`` (``--source-col``; a plain identifier
+``[A-Za-z0-9_-]+``), ``truth_entity`` (nullable), ``ds``, ``source_file``,
+``line_number`` and any attribute columns. A reference is keyed by
+(source, record_id), which must be unique; two sources may reuse a record id.
+The engine sees one key ``ref_key = source|record_id``, which never reaches
+an output. The reference text is every other column in file order, cast to
+string (DATE/TIMESTAMP as ``yyyyMMdd``), nulls skipped, joined by spaces.
+
+Without ``--registry`` the night is linked on its own. With ``--registry DIR``
+(``lake/entities``) it is linked incrementally against the latest published
+registry version before ``--ds`` (``hdwm.registry``, ``hdwm.incremental``) and
+registry version ``ds=<ds>`` is written (members, entities, changes,
+frequencies, ``_COMPLETE.json``). A date after a published one, or one whose
+predecessor (a date with ``lake/curated/<p>`` or, with ``--landing``,
+``landing/<source>/<p>``) was neither published nor rejected, is refused.
+``--decisions`` (default ``$WASHLINE_DATA/decisions/decisions.csv`` if it
+exists): must_link / cannot_link pairs that always hold.
 
 Output (all overwritten on rerun):
-* ``<out>/links/`` Parquet: ``record_id`` string, ``cluster_id`` string
-  (smallest record_id of the cluster), ``iteration`` int (0 = leftover
+* ``<out>/links/`` Parquet: ``source`` string, ``record_id`` string (the
+  source's record id), ``cluster_id`` string (with ``--registry``: the entity
+  id; without: the smallest record_id of the cluster, or a minted ``E…`` id
+  when the night's sources reuse record ids), ``iteration`` int (0 = leftover
   singleton), ``mu`` double (null for singletons), ``quality`` double,
-  ``cluster_size`` int – one row per input record.
+  ``cluster_size`` int (with ``--registry``: the entity's member count) –
+  one row per input record.
 * ``<out>/clusters/`` Parquet: ``cluster_id, cluster_size, quality, iteration``.
 * ``<out>/metrics.json`` (written atomically): ds, profile, references,
   clusters, singletons, largest_cluster, iterations[], pairwise (null without
-  truth), seconds. It is deleted when the job starts and written last, so
-  its presence means ``links/`` and ``clusters/`` are complete: a job killed
-  mid-write (``links/`` half written) leaves no metrics.json, and the rerun
-  overwrites both folders.
+  truth; over the night's references), registry (the ``_COMPLETE.json``
+  counts, null without ``--registry``), seconds. It is deleted when the job
+  starts and written last, so its presence means ``links/`` and ``clusters/``
+  are complete: a job killed mid-write (``links/`` half written) leaves no
+  metrics.json, and the rerun overwrites both folders.
 
-Exit status: 0 on success, 2 on bad arguments/profile, 1 on any other error
-(raised after logging).
+Exit status: 0 on success; 2 (permanent, not retried) on bad arguments or
+profile, unusable input (no record_id/source column, a bad source name,
+duplicate (source, record_id)), a registry refusal, an incomplete base
+version or a bad decisions file; 1 on any other error (raised after logging).
 """
 
 from __future__ import annotations
@@ -94,40 +114,118 @@ def ship_hdwm(spark) -> None:
     spark.sparkContext.addPyFile(str(zpath))
 
 
-def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str | None = None, spark=None) -> dict:
+class LinkInputError(ValueError):
+    """The curated input cannot be linked as it is (exit 2, a retry cannot fix it)."""
+
+
+def _default_decisions() -> str | None:
+    """``$WASHLINE_DATA/decisions/decisions.csv`` when it exists, else None."""
+    root = os.environ.get("WASHLINE_DATA")
+    if root and Path(root, "decisions", "decisions.csv").is_file():
+        return str(Path(root, "decisions", "decisions.csv"))
+    return None
+
+
+def attributes_map(df):
+    """The ``attributes`` Column: map attribute column (all but META_COLUMNS) →
+    value cast to string (dates ``yyyy-MM-dd``), null values left out."""
+    from pyspark.sql import functions as F
+
+    names = [f.name for f in df.schema.fields if f.name not in META_COLUMNS]
+    if not names:
+        return F.create_map().cast("map<string,string>")
+    kv = []
+    for n in names:
+        kv += [F.lit(n), F.col(n).cast("string")]
+    return F.map_filter(F.create_map(*kv), lambda k, v: v.isNotNull())
+
+
+def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str | None = None, spark=None, *,
+        registry: str | None = None, source_col: str = "source", decisions: str | None = None,
+        landing: str | None = None, neighbourhood: str = "block_key") -> dict:
     """Link ``curated`` into ``out``; returns the metrics dict written to metrics.json.
+
+    References are keyed by (``source_col``, ``record_id``): two sources may
+    reuse a record id. With ``registry`` (``lake/entities``) the night is
+    linked incrementally against the published registry version before ``ds``
+    (``hdwm.incremental``) and version ``ds`` is written there; ``cluster_id``
+    is then the entity id. ``decisions`` (default
+    ``$WASHLINE_DATA/decisions/decisions.csv`` if present) holds must-link /
+    cannot-link pairs that always hold. ``neighbourhood`` is passed to
+    ``hdwm.incremental.link_night`` (``block_key`` or ``token``; benchmarks only).
 
     Raises:
         hdwm.config.ProfileError: unknown or invalid profile.
-        ValueError: input without ``record_id`` or with duplicate ids.
+        LinkInputError: no ``record_id``/source column, a bad source name, or
+            duplicate (source, record_id).
+        hdwm.registry.RegistryOrderError: the registry refuses ``ds`` (a later
+            date is published, or an earlier one is pending).
+        hdwm.registry.RegistryError / hdwm.incremental.DecisionsError: unusable base version / decisions file.
     """
     from pyspark.sql import functions as F
 
     from hdwm.config import load_profile
-    from hdwm.pipeline import clusters_of, run_linkage
+    from hdwm.registry import (check_sources, clear_markers, read_version, ref_key_col, resolve_base,
+                               write_version)
     from hdwm.spark import get_spark
 
     t0 = time.time()
     profile = load_profile(profile_name)
     # The completion marker goes first: until it is rewritten, out/ is not a result.
     Path(out, "metrics.json").unlink(missing_ok=True)
+    base_ds = None
+    if registry:
+        # refusals come before Spark starts: they are about dates, not data
+        base_ds = resolve_base(registry, ds, curated_root=Path(curated).parent, landing=landing)
+    decisions = decisions if decisions is not None else _default_decisions()
     spark = spark or get_spark(f"washline-link-{ds}")
     if _HDWM_FROM_SCRIPT_DIR:
         ship_hdwm(spark)
     df = spark.read.parquet(curated)
     if "record_id" not in df.columns:
-        raise ValueError(f"{curated}: no record_id column")
-    cols = [F.col("record_id").cast("string").alias("record_id"), reference_text(df).alias("text")]
+        raise LinkInputError(f"{curated}: no record_id column")
+    if source_col not in df.columns:
+        raise LinkInputError(f"{curated}: no source column {source_col!r} (references are keyed by source and record_id)")
+    src = df.select(F.col(source_col).cast("string").alias("source"))
+    try:
+        check_sources(src)
+    except ValueError as exc:
+        raise LinkInputError(f"{curated}: {exc}") from None
+    cols = [F.col(source_col).cast("string").alias("source"), F.col("record_id").cast("string").alias("record_id"),
+            reference_text(df).alias("text")]
     if "truth_entity" in df.columns:
         cols.append(F.col("truth_entity").cast("string").alias("truth_entity"))
-    refs = df.select(*cols)
+    if registry:
+        cols.append(attributes_map(df).alias("attributes"))
+    refs = df.select(*cols).withColumn("ref_key", ref_key_col()).localCheckpoint(eager=True)
+    crow = refs.agg(F.count(F.lit(1)).alias("n"), F.countDistinct("ref_key").alias("d"),
+                    F.countDistinct("record_id").alias("r")).first()
+    if crow["n"] != crow["d"]:
+        dup = (refs.groupBy("source", "record_id").count().filter("count > 1").limit(3).collect())
+        shown = ", ".join(f"{r.source}/{r.record_id}" for r in dup)
+        raise LinkInputError(f"{curated}: (source, record_id) is not unique: {crow['n']} rows, {crow['d']} distinct "
+                             f"(e.g. {shown})")
     own_ckpt = checkpoint_dir is None
     ckpt = checkpoint_dir or os.path.join(out, "_checkpoint")
-    print(f"[link] ds={ds} curated={curated} out={out} profile={profile.name} checkpoint={ckpt}", flush=True)
-    links, metrics = run_linkage(spark, refs, profile, ckpt)
+    print(f"[link] ds={ds} curated={curated} out={out} profile={profile.name} checkpoint={ckpt} "
+          f"registry={registry} base_ds={base_ds} decisions={decisions}", flush=True)
+    from hdwm.incremental import read_decisions
+
+    must, cannot = read_decisions(spark, decisions)
+    if registry:
+        links, metrics, registry_counts = _link_with_registry(spark, refs, registry, ds, base_ds, profile, must,
+                                                              cannot, ckpt, t0, read_version, clear_markers,
+                                                              write_version, neighbourhood)
+    else:
+        links, metrics = _link_alone(spark, refs, ds, profile, must, cannot, ckpt, unique_ids=crow["r"] == crow["n"])
+        registry_counts = None
     links.write.mode("overwrite").parquet(os.path.join(out, "links"))
-    clusters_of(links).write.mode("overwrite").parquet(os.path.join(out, "clusters"))
-    payload = {"ds": ds, "profile": profile.name, **metrics, "seconds": round(time.time() - t0, 2)}
+    written = spark.read.parquet(os.path.join(out, "links"))
+    from hdwm.pipeline import clusters_of
+
+    clusters_of(written).write.mode("overwrite").parquet(os.path.join(out, "clusters"))
+    payload = {"ds": ds, "profile": profile.name, **metrics, "registry": registry_counts,
+               "seconds": round(time.time() - t0, 2)}
     write_json_atomic(os.path.join(out, "metrics.json"), payload)
     if own_ckpt:
         shutil.rmtree(ckpt, ignore_errors=True)
@@ -137,6 +235,76 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
     return payload
 
 
+def _summary(links) -> dict:
+    """references / clusters / singletons / largest_cluster of a links frame."""
+    from pyspark.sql import functions as F
+
+    s = links.agg(F.count(F.lit(1)).alias("refs"), F.countDistinct("cluster_id").alias("clusters"),
+                  F.sum(F.when(F.col("cluster_size") == 1, 1).otherwise(0)).alias("singletons"),
+                  F.max("cluster_size").alias("largest")).first()
+    return {"references": int(s["refs"]), "clusters": int(s["clusters"]), "singletons": int(s["singletons"] or 0),
+            "largest_cluster": int(s["largest"] or 0)}
+
+
+def _link_alone(spark, refs, ds, profile, must, cannot, ckpt, unique_ids: bool):
+    """One night on its own (no registry). ``cluster_id`` = the smallest
+    record_id of the cluster when record ids are unique across the night's
+    sources (as before issue 13), else an ``E…`` id minted from
+    ``ds`` and the cluster's smallest (source, record_id) (unique, never a record id)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from hdwm.incremental import engine_link, enforce_decisions
+    from hdwm.metrics import pairwise_metrics
+    from hdwm.registry import mint_id_col
+
+    sub = refs.select("ref_key", "text", *(["truth_entity"] if "truth_entity" in refs.columns else []))
+    clusters, emetrics = engine_link(spark, sub, profile, None, None, must, cannot, ckpt)
+    clusters = enforce_decisions(clusters, must, cannot)
+    w = Window.partitionBy("cluster")
+    j = clusters.join(refs.select("ref_key", "source", "record_id"), "ref_key")
+    label = F.min("record_id").over(w) if unique_ids else mint_id_col(ds, F.min("ref_key").over(w))
+    links = j.select("source", "record_id", label.alias("cluster_id"), "iteration", "mu", "quality",
+                     F.count(F.lit(1)).over(w).cast("int").alias("cluster_size")).localCheckpoint(eager=True)
+    metrics = {**emetrics, **_summary(links)}
+    if "truth_entity" in refs.columns:
+        metrics["pairwise"] = pairwise_metrics(links.join(refs.select("source", "record_id", "truth_entity"),
+                                                          ["source", "record_id"]))
+    return links, metrics
+
+
+def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, cannot, ckpt, t0, read_version,
+                        clear_markers, write_version, neighbourhood="block_key"):
+    """Link the night against registry version ``base_ds`` and write version ``ds``."""
+    from pyspark.sql import functions as F
+
+    from hdwm.incremental import link_night
+    from hdwm.metrics import pairwise_metrics
+
+    base = read_version(spark, registry, base_ds)
+    night = refs.drop("ref_key")
+    res = link_night(spark, base, night, ds, profile, must, cannot, ckpt, neighbourhood=neighbourhood)
+    links = res.links.join(refs.select("ref_key", "source", "record_id"), "ref_key").select(
+        "source", "record_id", F.col("entity_id").alias("cluster_id"), "iteration", "mu", "quality",
+        F.col("member_count").cast("int").alias("cluster_size")).localCheckpoint(eager=True)
+    complete = {"ds": ds, "base_ds": base_ds, **{k: res.counts[k] for k in (
+        "references_total", "night_references", "new_references", "joined_existing", "entities_total",
+        "new_entities", "grows", "merges", "splits")},
+        "seconds": None, "profile": profile.name,
+        "neighbourhood_references": res.counts["neighbourhood_references"],
+        "resent_references": res.counts["resent_references"]}
+    clear_markers(registry, ds)
+    complete["seconds"] = round(time.time() - t0, 2)
+    write_version(registry, ds, res.members, res.entities, res.changes, res.frequencies, complete)
+    em = res.engine_metrics or {}
+    metrics = {**{k: em[k] for k in ("effective_parameters", "iterations") if k in em},
+               "engine_references": em.get("references"), **_summary(links), "pairwise": None}
+    if "truth_entity" in refs.columns:
+        metrics["pairwise"] = pairwise_metrics(links.join(refs.select("source", "record_id", "truth_entity"),
+                                                          ["source", "record_id"]))
+    return links, metrics, complete
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="washline HDWM link job")
     ap.add_argument("--curated", required=True, help="Parquet folder of cleansed references")
@@ -144,12 +312,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ds", required=True, help="logical date YYYY-MM-DD")
     ap.add_argument("--profile", default="default", help="profile name (include/config/<name>.yaml) or YAML path")
     ap.add_argument("--checkpoint-dir", default=None)
+    ap.add_argument("--registry", default=None, help="entity registry root (lake/entities): link incrementally")
+    ap.add_argument("--source-col", default="source", help="column naming the source of a reference")
+    ap.add_argument("--decisions", default=None,
+                    help="must_link/cannot_link CSV (default $WASHLINE_DATA/decisions/decisions.csv if present)")
+    ap.add_argument("--landing", default=None, help="landing root: its <source>/<ds> folders count as pending dates")
     a = ap.parse_args(argv)
     from hdwm.config import ProfileError
+    from hdwm.incremental import DecisionsError
+    from hdwm.registry import DS_PATTERN, RegistryError, RegistryOrderError
 
+    if not DS_PATTERN.match(a.ds):
+        print(f"[link] error: --ds must be YYYY-MM-DD, got {a.ds!r}", file=sys.stderr)
+        return 2
     try:
-        run(a.curated, a.out, a.ds, a.profile, a.checkpoint_dir)
-    except ProfileError as exc:
+        run(a.curated, a.out, a.ds, a.profile, a.checkpoint_dir, registry=a.registry, source_col=a.source_col,
+            decisions=a.decisions, landing=a.landing)
+    except (ProfileError, LinkInputError, RegistryOrderError, RegistryError, DecisionsError) as exc:
         print(f"[link] error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -57,7 +57,7 @@ def test_link_job_on_febrl1(spark, curated, tmp_path):
 
     links = spark.read.parquet(str(out / "links"))
     assert [(f.name, f.dataType.simpleString()) for f in links.schema.fields] == [
-        ("record_id", "string"), ("cluster_id", "string"), ("iteration", "int"),
+        ("source", "string"), ("record_id", "string"), ("cluster_id", "string"), ("iteration", "int"),
         ("mu", "double"), ("quality", "double"), ("cluster_size", "int")]
     rows = links.collect()
     ids = [r.record_id for r in rows]
@@ -81,7 +81,9 @@ def test_link_job_on_febrl1(spark, curated, tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics == payload
     assert {"ds", "profile", "references", "clusters", "singletons", "largest_cluster",
-            "iterations", "pairwise", "seconds"} <= set(metrics)
+            "iterations", "pairwise", "seconds", "registry"} <= set(metrics)
+    assert metrics["registry"] is None  # no --registry: the night is linked on its own
+    assert {r.source for r in rows} == {"febrl1"}
     assert metrics["references"] == 1000 and metrics["clusters"] == len(by_cluster)
     # 1,000 references = the default profile's frequencyReferenceSize: beta/sigma as written
     eff = metrics["effective_parameters"]

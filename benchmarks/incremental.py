@@ -1,0 +1,233 @@
+"""Incremental linkage over many nights against the entity registry (issue 13).
+
+    .venv/bin/python benchmarks/incremental.py --nights 30 --per-night 10000 --seed 42 \\
+        [--generator synth|messy] [--neighbourhood block_key|token] [--skip-batch] \\
+        [--work DIR] [--json OUT.json]
+
+Runs in the product venv (it imports ``spark_jobs/link.py``). One seeded
+generator makes ``nights × per-night`` references with truth
+(``synth``: ``benchmarks/synth.py``; ``messy``: ``benchmarks/messy.py`` when
+present, households as confounders). The references are shuffled with the
+seed and dealt into nights, so the duplicates of a person arrive on different
+nights (cross-night duplicates); nights alternate between two sources
+(``src_a``, ``src_b``) whose record ids never collide by construction.
+
+Each night is written as a curated Parquet folder and linked by the real link
+job (``link.run(..., registry=...)``, one Spark session for all nights, so no
+JVM start is counted), then marked published. Reported per night: link
+seconds (the job's own ``seconds``), the neighbourhood the engine saw,
+new / joined / merges / splits. At the end: pairwise F1 of the final registry
+partition against the truth, and of a full batch relink of every reference
+(``hdwm.registry.rebuild``, the same engine and profile) against the truth and
+against the incremental partition.
+
+Targets (issue 13): every night's link time within 1.5x of night 1's; the final
+F1 within 0.01 of the batch relink's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "spark_jobs"))
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# ------------------------------------------------------------------ generators (pluggable)
+
+def gen_synth(total: int, seed: int, work: Path):
+    """pandas (record_id, truth_entity, attribute columns...) from benchmarks/synth.py."""
+    import pandas as pd
+
+    synth = _load(REPO / "benchmarks" / "synth.py", "bench_synth")
+    csv = work / f"synth_{total}_{seed}.csv"
+    if not csv.exists():
+        synth.generate(total, seed, csv)
+    df = pd.read_csv(csv, dtype=str, keep_default_na=False).rename(columns={"rec_id": "record_id"})
+    return df.replace("", None)
+
+
+def gen_messy(total: int, seed: int, work: Path):
+    """pandas (record_id, truth_entity, reference) from benchmarks/messy.py (unaligned DWM text)."""
+    import pandas as pd
+
+    path = REPO / "benchmarks" / "messy.py"
+    if not path.exists():
+        raise SystemExit("benchmarks/messy.py is not present in this checkout: use --generator synth")
+    messy = _load(path, "bench_messy")
+    rows = [(rid, eid, ",".join(fields)) for rid, fields, eid in messy.generate(total, seed)]
+    return pd.DataFrame(rows, columns=["record_id", "truth_entity", "reference"])
+
+
+GENERATORS = {"synth": gen_synth, "messy": gen_messy}
+
+
+def deal(df, nights: int, per_night: int, seed: int):
+    """Shuffle with ``seed`` and cut into ``nights`` frames of ``per_night`` rows, with a source column."""
+    order = list(range(len(df)))
+    random.Random(seed).shuffle(order)
+    df = df.iloc[order].reset_index(drop=True)
+    out = []
+    for i in range(nights):
+        part = df.iloc[i * per_night:(i + 1) * per_night].copy()
+        part.insert(1, "source", "src_a" if i % 2 == 0 else "src_b")
+        out.append(part)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nights", type=int, default=30)
+    ap.add_argument("--per-night", type=int, default=10000)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--generator", choices=sorted(GENERATORS), default="synth")
+    ap.add_argument("--neighbourhood", choices=["block_key", "pair_key", "token"], default="block_key")
+    ap.add_argument("--profile", default="default")
+    ap.add_argument("--skip-batch", action="store_true", help="no full batch relink at the end")
+    ap.add_argument("--work", default=None, help="working folder (default: a new temp folder)")
+    ap.add_argument("--json", default=None, help="write the results here too")
+    ap.add_argument("--compare-neighbourhood", action="store_true",
+                    help="no linking: on the registry of an earlier run in --work, count each night's "
+                         "neighbourhood under both rules (block_key, token)")
+    a = ap.parse_args(argv)
+    if a.compare_neighbourhood:
+        return compare_neighbourhood(Path(a.work), a.profile)
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    import pandas as pd
+
+    from hdwm.registry import rebuild
+    from hdwm.spark import get_spark
+
+    link = _load(REPO / "spark_jobs" / "link.py", "bench_link")
+    work = Path(a.work or tempfile.mkdtemp(prefix="incr-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    root = work / "data"
+    reg = root / "lake" / "entities"
+    total = a.nights * a.per_night
+    t_gen = time.time()
+    df = GENERATORS[a.generator](total, a.seed, work)
+    if len(df) < total:
+        raise SystemExit(f"generator gave {len(df)} references, wanted {total}")
+    nights = deal(df, a.nights, a.per_night, a.seed)
+    print(f"[bench] {total} references from {a.generator} (seed {a.seed}) in {time.time() - t_gen:.1f}s; "
+          f"work={work}", file=sys.stderr, flush=True)
+
+    spark = get_spark("incremental-bench", {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                                            "spark.driver.memory": os.environ.get("HDWM_DRIVER_MEMORY", "4g")})
+    spark.sparkContext.setLogLevel("WARN")
+    start = date(2025, 1, 1)
+    per_night = []
+    results = {"generator": a.generator, "seed": a.seed, "nights": a.nights, "per_night": a.per_night,
+               "neighbourhood": a.neighbourhood, "profile": a.profile, "per_night_results": per_night,
+               "load_start": os.getloadavg()}
+    for i, part in enumerate(nights):
+        ds = (start + timedelta(days=i)).isoformat()
+        cur = root / "lake" / "curated" / ds
+        sdf = spark.createDataFrame(part.astype(object).where(part.notna(), None),
+                                    ", ".join(f"`{c}` string" for c in part.columns))
+        sdf.write.mode("overwrite").parquet(str(cur))
+        payload = link.run(str(cur), str(root / "lake" / "linked" / ds), ds, a.profile, spark=spark,
+                           registry=str(reg), decisions="", neighbourhood=a.neighbourhood)
+        (reg / f"ds={ds}" / "_PUBLISHED.json").write_text(json.dumps({"ds": ds, "published_at": "bench"}))
+        r = payload["registry"]
+        rec = {"night": i + 1, "ds": ds, "seconds": payload["seconds"],
+               "neighbourhood": r["neighbourhood_references"], "new": r["new_references"],
+               "joined": r["joined_existing"], "merges": r["merges"], "splits": r["splits"],
+               "references_total": r["references_total"], "entities_total": r["entities_total"],
+               "night_f1": (payload["pairwise"] or {}).get("f1")}
+        per_night.append(rec)
+        print(f"[bench] night {rec['night']}: {json.dumps(rec)}", file=sys.stderr, flush=True)
+        if a.json:
+            Path(a.json).write_text(json.dumps(results, indent=2))
+
+    last = per_night[-1]["ds"]
+    truth = pd.concat(nights)[["source", "record_id", "truth_entity"]]
+    truth_s = spark.createDataFrame(truth.astype(object), "source string, record_id string, truth_entity string")
+
+    def f1_vs_truth(part_df, col):
+        from hdwm.metrics import pairwise_metrics
+
+        return pairwise_metrics(part_df.join(truth_s, ["source", "record_id"]), cluster_col=col)
+
+    members = spark.read.parquet(str(reg / f"ds={last}" / "members"))
+    results["incremental_vs_truth"] = f1_vs_truth(members, "entity_id")
+    base_s = per_night[0]["seconds"]
+    results["max_night_ratio"] = round(max(r["seconds"] for r in per_night) / base_s, 3)
+    results["night1_seconds"] = base_s
+    if not a.skip_batch:
+        t = time.time()
+        rep = rebuild(spark, str(reg), last, str(work / "rebuild"), a.profile)
+        results["batch_seconds"] = round(time.time() - t, 2)
+        part = spark.read.parquet(str(work / "rebuild" / "partition"))
+        results["batch_vs_truth"] = f1_vs_truth(part, "rebuilt_cluster")
+        results["batch_vs_incremental"] = rep["pairwise_vs_incremental"]
+        results["f1_gap"] = round(results["batch_vs_truth"]["f1"] - results["incremental_vs_truth"]["f1"], 4)
+    results["load_end"] = os.getloadavg()
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=2))
+    print("| night | seconds | x night 1 | neighbourhood | new | joined | merges | splits | night F1 |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in per_night:
+        print(f"| {r['night']} | {r['seconds']} | {r['seconds'] / base_s:.2f} | {r['neighbourhood']} | {r['new']} | "
+              f"{r['joined']} | {r['merges']} | {r['splits']} | {r['night_f1']} |")
+    print(json.dumps({k: v for k, v in results.items() if k != "per_night_results"}, indent=2))
+    spark.stop()
+    return 0
+
+
+def compare_neighbourhood(work: Path, profile_name: str) -> int:
+    """For every night d > 1 of an earlier run in ``work``: the neighbourhood
+    (members of the entities of the candidates) of d against version d-1 under
+    both rules. Prints a Markdown table."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import functions as F
+
+    from hdwm.config import load_profile
+    from hdwm.incremental import candidate_references
+    from hdwm.registry import read_version, ref_key_col, versions
+    from hdwm.spark import get_spark
+    from hdwm.tokenizer import tokenize
+
+    spark = get_spark("incremental-neighbourhood", {"spark.ui.enabled": "false"})
+    spark.sparkContext.setLogLevel("WARN")
+    profile = load_profile(profile_name)
+    reg = work / "data" / "lake" / "entities"
+    vs = versions(reg)
+    print("| night | registry | night refs | block_key: neighbourhood | token: neighbourhood |")
+    print("|---:|---:|---:|---:|---:|")
+    for i in range(1, len(vs)):
+        prev, cur = read_version(spark, reg, vs[i - 1]), read_version(spark, reg, vs[i])
+        base_mem = prev.members.withColumn("ref_key", ref_key_col())
+        night = (cur.members.filter(F.col("first_seen_ds") == vs[i]).withColumn("ref_key", ref_key_col()))
+        ntok = tokenize(night.select(F.col("ref_key").alias("record_id"), "text"), profile)
+        eff = profile.effective(cur.complete["references_total"])
+        sizes = []
+        for mode in ("block_key", "token"):
+            cand = candidate_references(base_mem, ntok, cur.frequencies, eff, profile, mode)
+            ents = cand.join(base_mem, "ref_key").select("entity_id").distinct()
+            sizes.append(base_mem.join(ents, "entity_id", "left_semi").count())
+        print(f"| {i + 1} | {prev.complete['references_total']} | {night.count()} | {sizes[0]} | {sizes[1]} |",
+              flush=True)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

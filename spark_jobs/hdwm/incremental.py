@@ -1,0 +1,602 @@
+"""Incremental HDWM: link one night against the entity registry (issue 13).
+
+``link_night`` takes the base registry version (``hdwm.registry``) and the
+night's references and returns the next version:
+
+1. The night is tokenised (``hdwm.tokenizer.tokenize``, the profile's rules).
+   Token frequencies = the base version's raw counts + the night's raw counts
+   (a reference sent again replaces its old text: its old counts are
+   subtracted). Nothing is recounted from history. N = references after the night.
+2. Candidate neighbourhood: registry references that share a blocking key with
+   a night reference. Blocking tokens follow the engine's rule on the combined
+   frequencies and the profile made effective for N (``hdwm.blocking.blocking_tokens``:
+   ``2 ≤ freq ≤ beta``, minimum length, numeric rule). ``neighbourhood="block_key"``
+   (default) uses the engine's block keys – with ``blockByPairs`` a sorted pair
+   of blocking tokens – so exactly the registry references that could land in a
+   block with a night reference are candidates; ``neighbourhood="token"`` takes
+   any shared blocking token (a superset; measured in benchmarks/README.md).
+   With the engine's ``rareTokenBlocks`` a single rare token is a block key
+   too, and on large nights that brings nearly the whole registry in
+   (measured: benchmarks/README.md); ``neighbourhood="pair_key"`` leaves those
+   keys out.
+   Then every member of the entities the candidates belong to joins them
+   (an entity above ``big_entity_warn`` members is logged as a warning), plus
+   the entities named by human decisions the night could affect.
+3. The same engine (``hdwm.pipeline.run_linkage``, same profile) links night +
+   neighbourhood; when the engine accepts ``frequencies=``/``reference_count=``
+   (and ``must_link=``/``cannot_link=``) they are passed, so it scores with the
+   population's frequencies. Untouched entities are carried over unchanged.
+4. Human decisions are enforced again after linking (``enforce_decisions``),
+   so they hold whatever the engine did.
+5. Entity ids (``assign_ids``): for each new cluster, the old entity ids of its
+   members decide – none: a minted id (``new``); one: that id (``grow`` when it
+   gained members; no change row when identical); several: a ``merge``, the
+   oldest id survives (smallest ``first_seen_ds``, then smallest id). An old
+   entity whose members now sit in several clusters is ``split``: its largest
+   part keeps the id (ties: the part holding the smallest ref_key); the other
+   parts get minted ids. Change rows: see ``assign_ids``.
+
+All work is Spark DataFrames; only decision-sized data (the human decisions
+and the references they name) reaches the driver.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from .blocking import blocking_tokens
+from .config import LinkageProfile, load_profile
+from .frequency import token_frequencies
+from .registry import (
+    SOURCE_PATTERN,
+    RegistryVersion,
+    golden_records,
+    mint_id_col,
+    ref_key_col,
+)
+from .tokenizer import tokenize
+
+log = logging.getLogger("hdwm.incremental")
+
+#: an entity with more members than this entering the neighbourhood is logged
+BIG_ENTITY_WARN = 2000
+DECISIONS_COLUMNS = ["source_a", "record_id_a", "source_b", "record_id_b", "decision", "decided_by",
+                     "decided_at", "note"]
+
+
+def _say(msg: str) -> None:
+    print(f"[incremental] {msg}", file=sys.stderr, flush=True)
+    log.info(msg)
+
+
+def _freeze(df: DataFrame) -> DataFrame:
+    return df.localCheckpoint(eager=True)
+
+
+# ---------------------------------------------------------------- engine glue
+
+def raw_frequencies(refs: DataFrame, profile: LinkageProfile) -> DataFrame:
+    """(``ref_key``, ``text``) → (``token``, ``freq`` long) raw token counts
+    (tokeniser output, before global correction): ``hdwm.frequency.raw_frequencies``
+    when the engine provides it, else tokenise + count here (the same thing)."""
+    from . import frequency
+
+    r = refs.select(F.col("ref_key").alias("record_id"), "text")
+    if hasattr(frequency, "raw_frequencies"):
+        return frequency.raw_frequencies(r, profile).select("token", F.col("freq").cast("long"))
+    return token_frequencies(tokenize(r, profile)).select("token", F.col("freq").cast("long"))
+
+
+def engine_supports(name: str) -> bool:
+    """Whether ``hdwm.pipeline.run_linkage`` has keyword ``name``."""
+    from .pipeline import run_linkage
+
+    return name in inspect.signature(run_linkage).parameters
+
+
+def engine_link(spark: SparkSession, refs: DataFrame, profile: LinkageProfile, frequencies: DataFrame | None,
+                reference_count: int | None, must: DataFrame | None, cannot: DataFrame | None,
+                checkpoint_dir: str | None) -> tuple[DataFrame, dict]:
+    """Run the engine on ``refs`` (``ref_key``, ``text``[, ``truth_entity``]).
+
+    Passes ``frequencies``/``reference_count``/``must_link``/``cannot_link``
+    when ``run_linkage`` accepts them (decision pairs restricted to keys in
+    ``refs``). Returns (DataFrame(``ref_key``, ``cluster``, ``iteration``,
+    ``mu``, ``quality``), engine metrics).
+    """
+    from .pipeline import run_linkage
+
+    er = refs.withColumnRenamed("ref_key", "record_id")
+    kw = {}
+    if frequencies is not None and engine_supports("frequencies"):
+        kw["frequencies"] = frequencies
+        kw["reference_count"] = int(reference_count) if reference_count is not None else None
+    keys = refs.select(F.col("ref_key").alias("k"))
+    for name, pairs in (("must_link", must), ("cannot_link", cannot)):
+        if pairs is not None and engine_supports(name):
+            kw[name] = (pairs.join(keys.withColumnRenamed("k", "id1"), "id1", "left_semi")
+                        .join(keys.withColumnRenamed("k", "id2"), "id2", "left_semi").select("id1", "id2"))
+    _say(f"engine kwargs: {sorted(kw) or 'none (engine without incremental kwargs: frequencies of this input)'}")
+    links, metrics = run_linkage(spark, er, profile, checkpoint_dir, **kw)
+    out = links.select(F.col("record_id").alias("ref_key"), F.col("cluster_id").alias("cluster"),
+                       "iteration", "mu", "quality")
+    return out, metrics
+
+
+# ---------------------------------------------------------------- human decisions
+
+class DecisionsError(ValueError):
+    """The decisions file is unreadable, malformed or contradicts itself."""
+
+
+def read_decisions(spark: SparkSession, path: str | None) -> tuple[DataFrame | None, DataFrame | None]:
+    """Read ``decisions.csv`` → (must_link, cannot_link) DataFrames(``id1``, ``id2``)
+    of ref_keys with ``id1 < id2`` (None when absent or without such rows).
+
+    Columns: ``source_a,record_id_a,source_b,record_id_b,decision,decided_by,decided_at,note``;
+    ``decision`` is ``must_link`` or ``cannot_link``. The latest row
+    (``decided_at``, then file order) for a pair wins, so a decision can be revised.
+
+    Raises:
+        DecisionsError: missing columns, an unknown decision, a bad source name,
+            an empty id, or a cannot-link pair whose references are joined by
+            must-link decisions (a contradiction).
+    """
+    import pandas as pd
+
+    if not path:
+        return None, None
+    p = Path(path)
+    if not p.is_file():
+        raise DecisionsError(f"decisions file {path} does not exist")
+    try:
+        df = pd.read_csv(p, dtype=str, keep_default_na=False)
+    except Exception as exc:  # pandas raises several parser errors
+        raise DecisionsError(f"decisions file {path} is not a readable CSV: {exc}") from exc
+    missing = [c for c in DECISIONS_COLUMNS[:5] if c not in df.columns]
+    if missing:
+        raise DecisionsError(f"decisions file {path} lacks columns {missing}")
+    if df.empty:
+        return None, None
+    df = df.copy()
+    for c in ("source_a", "record_id_a", "source_b", "record_id_b", "decision"):
+        df[c] = df[c].str.strip()
+    for i, r in df.iterrows():
+        line = i + 2
+        if r["decision"] not in ("must_link", "cannot_link"):
+            raise DecisionsError(f"{path}:{line}: decision must be must_link or cannot_link, got {r['decision']!r}")
+        for s in (r["source_a"], r["source_b"]):
+            if not SOURCE_PATTERN.match(s):
+                raise DecisionsError(f"{path}:{line}: source name {s!r} is not [A-Za-z0-9_-]+")
+        if not r["record_id_a"] or not r["record_id_b"]:
+            raise DecisionsError(f"{path}:{line}: empty record id")
+    ka = df["source_a"] + "|" + df["record_id_a"]
+    kb = df["source_b"] + "|" + df["record_id_b"]
+    df["id1"] = [min(a, b) for a, b in zip(ka, kb)]
+    df["id2"] = [max(a, b) for a, b in zip(ka, kb)]
+    df = df[df["id1"] != df["id2"]]
+    df["_order"] = range(len(df))
+    at = df["decided_at"] if "decided_at" in df.columns else ""
+    df["_at"] = at
+    df = df.sort_values(["_at", "_order"]).drop_duplicates(["id1", "id2"], keep="last")
+    must = df[df["decision"] == "must_link"][["id1", "id2"]]
+    cannot = df[df["decision"] == "cannot_link"][["id1", "id2"]]
+    groups = _union_find(list(must.itertuples(index=False, name=None)))
+    for a, b in cannot.itertuples(index=False, name=None):
+        if a in groups and b in groups and groups[a] == groups[b]:
+            raise DecisionsError(f"{path}: cannot_link {a} / {b} contradicts must_link decisions joining them")
+    mk = lambda pdf: spark.createDataFrame(pdf, "id1 string, id2 string") if len(pdf) else None  # noqa: E731
+    return mk(must), mk(cannot)
+
+
+def _union_find(pairs) -> dict[str, str]:
+    """key → smallest key of its connected component over ``pairs``."""
+    parent: dict[str, str] = {}
+
+    def find(x):
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            lo, hi = min(ra, rb), max(ra, rb)
+            parent[hi] = lo
+    return {k: find(k) for k in list(parent)}
+
+
+def enforce_decisions(clusters: DataFrame, must: DataFrame | None, cannot: DataFrame | None) -> DataFrame:
+    """Make human decisions hold on a clustering (fallback after the engine).
+
+    Args:
+        clusters: (``ref_key``, ``cluster``, ...) one row per reference.
+        must / cannot: (``id1``, ``id2``) ref_key pairs (pairs naming an absent key are ignored).
+
+    Rules: must-link merges the two clusters (the merged cluster is labelled
+    by the smallest of their labels). Then for every cannot-link pair still in
+    one cluster (pairs sorted), the must-link group of the larger key (itself
+    when it has no must-link) leaves the cluster as a new cluster labelled
+    ``~<smallest key of the group>``. Only the references named by decisions
+    reach the driver.
+
+    Returns: ``clusters`` with ``cluster`` relabelled (other columns kept).
+    """
+    if must is None and cannot is None:
+        return clusters
+    spark = clusters.sparkSession
+    lab = clusters.select("ref_key", "cluster")
+    must_pairs = [] if must is None else [(r.id1, r.id2) for r in must.collect()]
+    cannot_pairs = [] if cannot is None else sorted((r.id1, r.id2) for r in cannot.collect())
+    keys = sorted({k for p in must_pairs + cannot_pairs for k in p})
+    if not keys:
+        return clusters
+    kdf = spark.createDataFrame([(k,) for k in keys], "ref_key string")
+    where = {r.ref_key: r.cluster for r in lab.join(kdf, "ref_key", "left_semi").collect()}
+    must_pairs = [(a, b) for a, b in must_pairs if a in where and b in where]
+    # 1. must-link: union the clusters
+    croot = _union_find([(where[a], where[b]) for a, b in must_pairs if where[a] != where[b]])
+    relabel = {c: r for c, r in croot.items() if c != r}
+    out = clusters
+    if relabel:
+        m = spark.createDataFrame(list(relabel.items()), "cluster string, _to string")
+        out = out.join(F.broadcast(m), "cluster", "left").withColumn(
+            "cluster", F.coalesce("_to", "cluster")).drop("_to")
+        where = {k: relabel.get(c, c) for k, c in where.items()}
+    # 2. cannot-link: detach the must-link group of the larger key
+    groups = _union_find(must_pairs)
+    members: dict[str, list[str]] = {}
+    for k, g in groups.items():
+        members.setdefault(g, []).append(k)
+    moved: dict[str, str] = {}
+    for a, b in cannot_pairs:
+        if a not in where or b not in where or where[a] != where[b]:
+            continue
+        unit = sorted(k for k in members.get(groups.get(b, b), [b]) if where.get(k) == where[b])
+        label = "~" + unit[0]
+        for k in unit:
+            where[k] = label
+            moved[k] = label
+    if moved:
+        m = spark.createDataFrame(list(moved.items()), "ref_key string, _to string")
+        out = out.join(F.broadcast(m), "ref_key", "left").withColumn(
+            "cluster", F.coalesce("_to", "cluster")).drop("_to")
+    n_v = len(relabel) + len(moved)
+    if n_v:
+        _say(f"decisions enforced after linking: {len(relabel)} cluster merge(s), {len(moved)} reference(s) detached")
+    return out
+
+
+# ---------------------------------------------------------------- id assignment
+
+def assign_ids(clusters: DataFrame, old: DataFrame, old_entities: DataFrame, ds: str) -> tuple[DataFrame, DataFrame]:
+    """Stable entity ids for a new clustering of (a part of) the registry.
+
+    Args:
+        clusters: (``ref_key``, ``cluster``): the new clustering, one row per
+            reference; it must hold *every* member of every old entity named in ``old``.
+        old: (``ref_key``, ``old_id``): the references' entity before (absent = new reference).
+        old_entities: (``entity_id``, ``first_seen_ds``, ``member_count``) of those old entities.
+        ds: the date that mints new ids.
+
+    Returns:
+        ``(ids, summary)``: ids = (``ref_key``, ``entity_id``); summary = one row
+        per cluster (``cluster``, ``entity_id``, ``change`` – new|grow|merge|split
+        or null for an unchanged entity – ``from_entity_ids`` string, ``member_count`` int).
+
+    Change rules (one row per resulting entity that differs from before):
+    ``new`` – no old member; ``merge`` – members of several old entities, the
+    oldest surviving, from = all of them; ``split`` – a part of a split entity
+    (from = the entity or entities it came from), including the part that kept
+    the id; ``grow`` – one old entity, not split, gained references. Merged-away
+    ids appear only in ``from_entity_ids``.
+    """
+    j = clusters.select("ref_key", "cluster").join(old.select("ref_key", "old_id"), "ref_key", "left")
+    size = j.groupBy("cluster").agg(F.count(F.lit(1)).cast("int").alias("size"), F.min("ref_key").alias("min_key"))
+    parts = (j.filter(F.col("old_id").isNotNull()).groupBy("old_id", "cluster")
+             .agg(F.count(F.lit(1)).alias("n"), F.min("ref_key").alias("part_min")))
+    w = Window.partitionBy("old_id")
+    parts = (parts.withColumn("rank", F.row_number().over(w.orderBy(F.desc("n"), F.asc("part_min"))))
+             .withColumn("nparts", F.count(F.lit(1)).over(w)))
+    oe = old_entities.select(F.col("entity_id").alias("old_id"), F.col("first_seen_ds").alias("fs"),
+                             F.col("member_count").alias("old_count"))
+    keep = parts.filter(F.col("rank") == 1).join(oe, "old_id", "left")
+    surv = keep.groupBy("cluster").agg(
+        F.min(F.struct(F.coalesce("fs", F.lit("9999-99-99")).alias("fs"), "old_id", "nparts", "old_count")).alias("s"))
+    contrib = parts.groupBy("cluster").agg(F.array_sort(F.collect_set("old_id")).alias("contrib"))
+    cl = size.join(surv, "cluster", "left").join(contrib, "cluster", "left")
+    s_id = F.col("s.old_id")
+    n_contrib = F.coalesce(F.size("contrib"), F.lit(0))
+    change = (F.when(s_id.isNull() & (n_contrib == 0), F.lit("new"))
+              .when(s_id.isNull(), F.lit("split"))
+              .when(n_contrib > 1, F.lit("merge"))
+              .when(F.col("s.nparts") > 1, F.lit("split"))
+              .when(F.col("size") != F.col("s.old_count"), F.lit("grow")))
+    from_ids = F.when(F.col("change").isin("merge", "split"), F.array_join("contrib", ",")).otherwise(F.lit(""))
+    summary = (cl.withColumn("entity_id", F.coalesce(s_id, mint_id_col(ds, "min_key")))
+               .withColumn("change", change)
+               .withColumn("from_entity_ids", from_ids)
+               .select("cluster", "entity_id", "change", "from_entity_ids", F.col("size").alias("member_count")))
+    ids = clusters.select("ref_key", "cluster").join(summary.select("cluster", "entity_id"), "cluster").select(
+        "ref_key", "entity_id")
+    return ids, summary
+
+
+# ---------------------------------------------------------------- building the next version
+
+@dataclass
+class NightResult:
+    """The next registry version's frames (contract schemas) and the night's links.
+
+    ``links``: (``ref_key``, ``entity_id``, ``iteration``, ``mu``, ``quality``,
+    ``member_count``) for the night's references (``None`` for a rebuild);
+    ``counts``: the ``_COMPLETE.json`` counts."""
+
+    members: DataFrame
+    entities: DataFrame
+    changes: DataFrame
+    frequencies: DataFrame | None
+    links: DataFrame | None
+    counts: dict
+    engine_metrics: dict | None = None
+
+
+def assign_and_build(spark: SparkSession, base: RegistryVersion, clusters: DataFrame, night: DataFrame | None,
+                     ds: str, profile: LinkageProfile) -> NightResult:
+    """Given the new clustering of night + neighbourhood (or of everything, for a
+    rebuild), assign ids and build members/entities/changes of version ``ds``.
+
+    Args:
+        base: the base version.
+        clusters: (``ref_key``, ``cluster``) over the linked subset (all members
+            of every base entity it touches).
+        night: the night (``ref_key``, ``source``, ``record_id``, ``text``,
+            ``attributes``) or None (a rebuild: texts come from the base).
+    """
+    base_mem = base.members.withColumn("ref_key", ref_key_col())
+    sub_keys = clusters.select("ref_key")
+    old_sub = base_mem.join(sub_keys, "ref_key", "left_semi")
+    old = old_sub.select("ref_key", F.col("entity_id").alias("old_id"))
+    touched = old.select(F.col("old_id").alias("entity_id")).distinct()
+    old_entities = base.entities.join(touched, "entity_id", "left_semi")
+    old_entities = _freeze(old_entities)
+    ids, summary = assign_ids(clusters, old, old_entities, ds)
+    summary = _freeze(summary)
+    ids = _freeze(ids)
+
+    # one row per linked reference: night values first, else the base row
+    prev = old_sub.select("ref_key", "source", "record_id", "text", "attributes",
+                          F.col("entity_id").alias("prev_entity"), F.col("first_seen_ds").alias("prev_first"),
+                          F.col("last_changed_ds").alias("prev_changed"))
+    rows = ids.join(prev, "ref_key", "left")
+    if night is not None:
+        nv = night.select("ref_key", F.col("source").alias("n_source"), F.col("record_id").alias("n_record_id"),
+                          F.col("text").alias("n_text"), F.col("attributes").alias("n_attributes"),
+                          F.lit(True).alias("in_night"))
+        rows = rows.join(nv, "ref_key", "left")
+    else:
+        rows = rows.select("*", *[F.lit(None).cast(t).alias(c) for c, t in (
+            ("n_source", "string"), ("n_record_id", "string"), ("n_text", "string"),
+            ("n_attributes", "map<string,string>"), ("in_night", "boolean"))])
+    in_night = F.coalesce("in_night", F.lit(False))
+    changed = in_night | F.col("prev_entity").isNull() | (F.col("prev_entity") != F.col("entity_id"))
+    sub_members = _freeze(rows.select(
+        F.coalesce("n_source", "source").alias("source"),
+        F.coalesce("n_record_id", "record_id").alias("record_id"),
+        "entity_id",
+        F.coalesce("prev_first", F.lit(ds)).alias("first_seen_ds"),
+        F.when(changed, F.lit(ds)).otherwise(F.col("prev_changed")).alias("last_changed_ds"),
+        F.when(in_night, F.col("n_text")).otherwise(F.col("text")).alias("text"),
+        F.when(in_night, F.col("n_attributes")).otherwise(F.col("attributes")).alias("attributes"),
+    ))
+    carried_members = base.members.join(
+        base_mem.join(sub_keys, "ref_key", "left_semi").select("source", "record_id"), ["source", "record_id"],
+        "left_anti")
+    members = carried_members.unionByName(sub_members)
+
+    changed_ids = summary.filter(F.col("change").isNotNull()).select("entity_id", F.lit(True).alias("_chg"))
+    ent_new = (sub_members.groupBy("entity_id")
+               .agg(F.count(F.lit(1)).cast("int").alias("member_count"), F.min("first_seen_ds").alias("first_seen_ds"))
+               .join(changed_ids, "entity_id", "left")
+               .join(old_entities.select("entity_id", F.col("last_changed_ds").alias("_prev_lc")), "entity_id", "left")
+               .join(golden_records(sub_members), "entity_id", "left")
+               .select("entity_id", "member_count", "first_seen_ds",
+                       F.when(F.col("_chg").isNotNull() | F.col("_prev_lc").isNull(), F.lit(ds))
+                       .otherwise(F.col("_prev_lc")).alias("last_changed_ds"),
+                       "golden_record"))
+    carried_entities = base.entities.join(touched, "entity_id", "left_anti")
+    entities = carried_entities.unionByName(ent_new)
+    changes = summary.filter(F.col("change").isNotNull()).select(
+        F.lit(ds).alias("ds"), "entity_id", "change", "from_entity_ids", "member_count")
+    changes = _freeze(changes)
+
+    base_ids = base.entities.select("entity_id")
+    ccount = {r.change: int(r.n) for r in changes.groupBy("change").agg(F.count(F.lit(1)).alias("n")).collect()}
+    n_split_entities = (summary.filter(F.col("change") == "split")
+                        .select(F.explode(F.split("from_entity_ids", ",")).alias("e")).distinct().count())
+    counts = {"references_total": members.count(), "entities_total": entities.count(),
+              "new_entities": ccount.get("new", 0), "grows": ccount.get("grow", 0),
+              "merges": ccount.get("merge", 0), "splits": n_split_entities, "split_rows": ccount.get("split", 0)}
+    links = None
+    if night is not None:
+        nk = night.select("ref_key")
+        new_refs = nk.join(base_mem.select("ref_key"), "ref_key", "left_anti")
+        counts["night_references"] = nk.count()
+        counts["new_references"] = new_refs.count()
+        counts["joined_existing"] = (new_refs.join(ids, "ref_key").join(base_ids, "entity_id", "left_semi").count())
+        ecount = ent_new.select("entity_id", "member_count")
+        links = (nk.join(ids, "ref_key").join(clusters.select("ref_key", "iteration", "mu", "quality"), "ref_key")
+                 .join(ecount, "entity_id"))
+    return NightResult(members, entities, changes, None, links, counts)
+
+
+def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds: str,
+               profile: LinkageProfile | str = "default", must: DataFrame | None = None,
+               cannot: DataFrame | None = None, checkpoint_dir: str | None = None,
+               neighbourhood: str = "block_key", big_entity_warn: int = BIG_ENTITY_WARN) -> NightResult:
+    """Link ``night`` against ``base``; see the module doc.
+
+    Args:
+        night: (``source``, ``record_id``, ``text``, ``attributes`` map<string,string>
+            [, ``truth_entity``]); (source, record_id) unique.
+        neighbourhood: ``block_key`` (engine block keys), ``pair_key`` (pair keys only) or
+            ``token`` (any shared blocking token); see ``candidate_references``.
+
+    Returns: ``NightResult`` with ``frequencies`` and ``links``; ``counts`` also
+    holds ``neighbourhood_references`` and ``linked_references`` (what the engine saw).
+
+    Raises:
+        ValueError: duplicate (source, record_id) in the night, or an unknown ``neighbourhood``.
+    """
+    t0 = time.time()
+    profile = load_profile(profile)
+    if neighbourhood not in ("block_key", "pair_key", "token"):
+        raise ValueError(f"neighbourhood must be block_key, pair_key or token, got {neighbourhood!r}")
+    night = _freeze(night.withColumn("ref_key", ref_key_col()))
+    row = night.agg(F.count(F.lit(1)).alias("n"), F.countDistinct("ref_key").alias("d")).first()
+    if row["n"] != row["d"]:
+        raise ValueError(f"(source, record_id) is not unique in the night: {row['n']} rows, {row['d']} distinct")
+    n_night = int(row["n"])
+    base_mem = base.members.withColumn("ref_key", ref_key_col())
+    n_base = base.complete.get("references_total")
+    if n_base is None:
+        n_base = base_mem.count()
+    n_base = int(n_base)
+
+    # 1. frequencies: base + night, minus the old text of references sent again
+    night_tok = _freeze(tokenize(night.select(F.col("ref_key").alias("record_id"), "text"), profile))
+    resent = base_mem.join(night.select("ref_key"), "ref_key", "left_semi")
+    resent = _freeze(resent)
+    n_resent = resent.count()
+    deltas = [base.frequencies.select("token", "freq"), token_frequencies(night_tok)]
+    if n_resent:
+        old_tok = tokenize(resent.select(F.col("ref_key").alias("record_id"), "text"), profile)
+        deltas.append(token_frequencies(old_tok).select("token", (-F.col("freq")).alias("freq")))
+    allf = deltas[0]
+    for d in deltas[1:]:
+        allf = allf.unionByName(d)
+    freq = _freeze(allf.groupBy("token").agg(F.sum("freq").cast("long").alias("freq")).filter(F.col("freq") > 0))
+    n_total = n_base + n_night - n_resent
+    eff = profile.effective(n_total)
+
+    # 2. candidate neighbourhood
+    cand = candidate_references(base_mem, night_tok, freq, eff, profile, neighbourhood)
+    cand_ents = cand.join(base_mem.select("ref_key", "entity_id"), "ref_key").select("entity_id")
+    extra = _decision_entities(spark, base_mem, must, cannot)
+    touched = cand_ents.unionByName(resent.select("entity_id"))
+    if extra:
+        touched = touched.unionByName(spark.createDataFrame([(e,) for e in sorted(extra)], "entity_id string"))
+    touched = _freeze(touched.distinct())
+    big = base.entities.join(touched, "entity_id", "left_semi").filter(F.col("member_count") > big_entity_warn)
+    big_rows = big.select("entity_id", "member_count").limit(10).collect()
+    if big_rows:
+        msg = (f"{len(big_rows)}{'+' if len(big_rows) == 10 else ''} entities with more than {big_entity_warn} members "
+               f"are in the neighbourhood (e.g. {big_rows[0].entity_id}: {big_rows[0].member_count}); the night "
+               f"relinks all of their members")
+        log.warning(msg)
+        _say("warning: " + msg)
+    neigh = _freeze(base_mem.join(touched, "entity_id", "left_semi")
+                    .join(night.select("ref_key"), "ref_key", "left_anti"))
+    n_neigh = neigh.count()
+    _say(f"ds={ds} night={n_night} (sent again: {n_resent}) registry={n_base} N={n_total} beta={eff.beta} "
+         f"sigma={eff.sigma} neighbourhood={n_neigh} references of {touched.count()} entities "
+         f"({time.time() - t0:.1f}s)")
+
+    # 3. link night + neighbourhood with the same engine
+    cols = ["ref_key", "text"]
+    if "truth_entity" in night.columns:
+        sub = night.select("ref_key", "text", F.col("truth_entity").cast("string")).unionByName(
+            neigh.select("ref_key", "text", F.lit(None).cast("string").alias("truth_entity")))
+    else:
+        sub = night.select(*cols).unionByName(neigh.select(*cols))
+    clusters, emetrics = engine_link(spark, sub, profile, freq, n_total, must, cannot, checkpoint_dir)
+    clusters = _freeze(enforce_decisions(clusters, must, cannot))
+
+    # 4. ids and the next version
+    res = assign_and_build(spark, base, clusters, night, ds, profile)
+    res.frequencies = freq
+    res.engine_metrics = emetrics
+    res.counts.update({"neighbourhood_references": n_neigh, "linked_references": n_night + n_neigh,
+                       "resent_references": n_resent})
+    _say(f"ds={ds} done: {res.counts} ({time.time() - t0:.1f}s)")
+    return res
+
+
+
+def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
+                         profile: LinkageProfile, neighbourhood: str = "block_key") -> DataFrame:
+    """Registry references that could share a block with a night reference.
+
+    Args:
+        base_mem: registry members with ``ref_key`` and ``text``.
+        night_tok: the night's (``record_id`` = ref_key, ``tokens``).
+        freq: combined raw frequencies (``token``, ``freq``).
+        eff: the profile made effective for the population size (blocking rule).
+        neighbourhood: ``block_key`` – share an engine block key (a sorted pair
+            of blocking tokens with ``blockByPairs``, and with ``rareTokenBlocks``
+            a blocking token rarer than ``√beta`` on its own, as
+            ``hdwm.blocking.build_blocks``); ``pair_key`` – share a pair key
+            (the single rare-token keys left out; see benchmarks/README.md);
+            ``token`` – share any blocking token.
+
+    Returns: DataFrame(``ref_key``) distinct.
+    """
+    night_bt = blocking_tokens(night_tok, freq, eff).select(F.col("record_id").alias("ref_key"), "token", "freq")
+    night_bt = _freeze(night_bt)
+    bt_set = night_bt.select("token", "freq").distinct()
+    reg_tok = tokenize(base_mem.select(F.col("ref_key").alias("record_id"), "text"), profile)
+    reg_bt = (reg_tok.select(F.col("record_id").alias("ref_key"), F.explode(F.array_distinct("tokens")).alias("token"))
+              .join(bt_set, "token"))
+    if neighbourhood in ("block_key", "pair_key") and eff.blockByPairs:
+        def keys(bt):
+            a = bt.select("ref_key", F.col("token").alias("t1"))
+            b = bt.select("ref_key", F.col("token").alias("t2"))
+            k = a.join(b, "ref_key").filter(F.col("t1") < F.col("t2")).select(
+                "ref_key", F.concat_ws(" ", "t1", "t2").alias("block_key"))
+            if neighbourhood == "block_key" and getattr(eff, "rareTokenBlocks", False):
+                # the engine's rule: a token rarer than sqrt(beta) also blocks on its own
+                from .blocking import rare_token_limit
+
+                k = k.unionByName(bt.filter(F.col("freq") <= rare_token_limit(eff))
+                                  .select("ref_key", F.col("token").alias("block_key")))
+            return k
+        nkeys = keys(night_bt).select("block_key").distinct()
+        return keys(reg_bt).join(nkeys, "block_key", "left_semi").select("ref_key").distinct()
+    return reg_bt.select("ref_key").distinct()
+
+
+def _decision_entities(spark: SparkSession, base_mem: DataFrame, must: DataFrame | None,
+                       cannot: DataFrame | None) -> set[str]:
+    """Base entities a night must relink so that decisions hold: both entities
+    of a must-link pair whose references are in different entities (or one is
+    not in the registry yet), and the entity of a cannot-link pair held together.
+    Decision-sized: collected."""
+    pairs = []
+    if must is not None:
+        pairs += [("must", r.id1, r.id2) for r in must.collect()]
+    if cannot is not None:
+        pairs += [("cannot", r.id1, r.id2) for r in cannot.collect()]
+    if not pairs:
+        return set()
+    keys = sorted({k for _, a, b in pairs for k in (a, b)})
+    kdf = spark.createDataFrame([(k,) for k in keys], "ref_key string")
+    ent = {r.ref_key: r.entity_id for r in base_mem.join(kdf, "ref_key", "left_semi").select(
+        "ref_key", "entity_id").collect()}
+    out: set[str] = set()
+    for kind, a, b in pairs:
+        ea, eb = ent.get(a), ent.get(b)
+        if kind == "must" and ea != eb:
+            out |= {e for e in (ea, eb) if e is not None}
+        if kind == "cannot" and ea is not None and ea == eb:
+            out.add(ea)
+    return out

@@ -1,0 +1,266 @@
+"""The link job with an entity registry: nights linked against the published
+registry, stable ids, merges, reruns, refusals and killed jobs (issue 13).
+
+Tiny hand-made references, Spark local. "Publishing" a night is simulated by
+writing its ``_PUBLISHED.json`` marker, as the Airflow publish task does.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[2]
+ATTRS = ["given_name", "surname", "street_number", "address", "city", "dob", "phone", "email"]
+
+NIGHT1 = [  # source crm
+    ("c1", "p1", "JOHN", "SMITH", "12", "OAK ST", "SPRINGFIELD", "19800101", "5551234567", None),
+    ("c2", "p1", "JON", "SMITH", "12", "OAK ST", "SPRINGFIELD", "19800101", "5551234567", None),
+    ("c3", "p2", "MARY", "JONES", "4", "ELM RD", "SHELBYVILLE", "19750505", "5559876543", None),
+    ("c4", "p3", "PETER", "BROWN", "77", "PINE AVE", "OGDENVILLE", None, None, None),
+    ("c5", "p4", "LISA", "WHITE", "9", "BIRCH LN", "HAVERBROOK", "19851212", "5552223333", None),
+]
+NIGHT2 = [  # source web, reusing crm's record ids for other people
+    ("c1", "p1", "JOHN", "SMITH", "12", "OAK ST", "SPRINGFIELD", "19800101", "5551234567", None),
+    ("c2", "p3", None, None, None, None, None, "19900909", "5550001111", "PBROWN77"),
+    ("c3", "p5", "KAREN", "GREEN", "3", "MAPLE CT", "CAPITAL", "19700303", "5554445555", None),
+]
+NIGHT3 = [  # source web: one reference that bridges crm/c4 (night 1) and web/c2 (night 2)
+    ("c9", "p3", "PETER", "BROWN", "77", "PINE AVE", "OGDENVILLE", "19900909", "5550001111", "PBROWN77"),
+]
+
+
+def _link_module():
+    spec = importlib.util.spec_from_file_location("washline_link_job_reg", REPO / "spark_jobs" / "link.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _curated(spark, root: Path, ds: str, source: str, rows) -> str:
+    pdf = pd.DataFrame(rows, columns=["record_id", "truth_entity", *ATTRS])
+    pdf.insert(1, "source", source)
+    pdf["ds"] = ds
+    pdf["source_file"] = f"{source}.csv"
+    pdf["line_number"] = range(2, len(pdf) + 2)
+    pdf = pdf.astype(object).where(pdf.notna(), None)
+    schema = ", ".join(f"{c} {'int' if c == 'line_number' else 'string'}" for c in pdf.columns)
+    path = root / "lake" / "curated" / ds
+    spark.createDataFrame(pdf, schema).coalesce(1).write.mode("overwrite").parquet(str(path))
+    return str(path)
+
+
+def _publish(registry: Path, ds: str) -> None:
+    (registry / f"ds={ds}" / "_PUBLISHED.json").write_text(json.dumps({"ds": ds, "published_at": "now"}))
+
+
+def _members(registry: Path, ds: str) -> pd.DataFrame:
+    df = pd.read_parquet(registry / f"ds={ds}" / "members")
+    df["attributes"] = df["attributes"].map(lambda m: sorted(dict(m).items()) if m is not None else None)
+    return df.sort_values(["source", "record_id"]).reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def nights(spark, tmp_path_factory):
+    """Nights 1-3 linked and published in order; returns (root, registry, link module, payloads)."""
+    link = _link_module()
+    root = tmp_path_factory.mktemp("data")
+    reg = root / "lake" / "entities"
+    payloads = {}
+    for ds, source, rows in (("2024-01-01", "crm", NIGHT1), ("2024-01-02", "web", NIGHT2),
+                             ("2024-01-03", "web", NIGHT3)):
+        cur = _curated(spark, root, ds, source, rows)
+        payloads[ds] = link.run(cur, str(root / "lake" / "linked" / ds), ds, "default", spark=spark,
+                                registry=str(reg), decisions="")
+        if ds == "2024-01-02":
+            payloads["members2"] = _members(reg, ds)
+        _publish(reg, ds)
+    return root, reg, link, payloads
+
+
+def _ids(registry: Path, ds: str) -> dict:
+    m = _members(registry, ds)
+    return {(r.source, r.record_id): r.entity_id for r in m.itertuples()}
+
+
+def test_night_two_duplicate_takes_night_one_id(nights):
+    root, reg, _, payloads = nights
+    ids1, ids2 = _ids(reg, "2024-01-01"), _ids(reg, "2024-01-02")
+    assert ids1[("crm", "c1")] == ids1[("crm", "c2")]  # linked within night 1
+    assert ids2[("web", "c1")] == ids1[("crm", "c1")]  # night 2's duplicate joins it
+    assert ids2[("web", "c3")] not in ids1.values()  # a new person gets a new id
+    assert all(ids2[k] == v for k, v in ids1.items())  # nothing of night 1 changed
+    c2 = payloads["2024-01-02"]["registry"]
+    assert (c2["base_ds"], c2["night_references"], c2["new_references"], c2["joined_existing"]) == \
+        ("2024-01-01", 3, 3, 1)
+    assert c2["references_total"] == 8 and c2["grows"] == 1 and c2["merges"] == 0
+    # links/ carries source + source record id; cluster_id is the entity id
+    links = pd.read_parquet(root / "lake" / "linked" / "2024-01-02" / "links")
+    assert list(links.columns) == ["source", "record_id", "cluster_id", "iteration", "mu", "quality", "cluster_size"]
+    row = links.set_index("record_id").loc["c1"]
+    assert row.source == "web" and row.cluster_id == ids1[("crm", "c1")] and row.cluster_size == 3
+    ents = pd.read_parquet(reg / "ds=2024-01-02" / "entities").set_index("entity_id")
+    gold = json.loads(ents.loc[ids1[("crm", "c1")], "golden_record"])
+    assert gold["given_name"] == "JOHN" and gold["surname"] == "SMITH"  # 2 x JOHN beat 1 x JON
+    assert ents.loc[ids1[("crm", "c1")], "first_seen_ds"] == "2024-01-01"
+    changes = pd.read_parquet(reg / "ds=2024-01-02" / "changes")
+    assert set(changes["ds"]) == {"2024-01-02"}
+    assert sorted(changes["change"]) == ["grow", "new", "new"]
+
+
+def test_bridging_reference_merges_keeping_oldest_id(nights):
+    _, reg, _, payloads = nights
+    ids2, ids3 = _ids(reg, "2024-01-02"), _ids(reg, "2024-01-03")
+    a, b = ids2[("crm", "c4")], ids2[("web", "c2")]
+    assert a != b
+    assert ids3[("crm", "c4")] == ids3[("web", "c2")] == ids3[("web", "c9")] == a  # night 1's id survives
+    changes = pd.read_parquet(reg / "ds=2024-01-03" / "changes")
+    merge = changes[changes["change"] == "merge"]
+    assert len(merge) == 1 and merge.iloc[0]["entity_id"] == a
+    assert merge.iloc[0]["from_entity_ids"] == ",".join(sorted([a, b])) and merge.iloc[0]["member_count"] == 3
+    ents = pd.read_parquet(reg / "ds=2024-01-03" / "entities")
+    assert b not in set(ents["entity_id"]) and len(ents) == payloads["2024-01-03"]["registry"]["entities_total"]
+    assert payloads["2024-01-03"]["registry"]["merges"] == 1
+
+
+def test_rerun_gives_identical_members(spark, nights, tmp_path):
+    """A rerun of the latest night (2024-01-03) relinks against the same base: identical rows."""
+    root, reg, link, _ = nights
+    before = {p: pd.read_parquet(reg / "ds=2024-01-03" / p) for p in ("entities", "changes", "frequencies")}
+    m_before = _members(reg, "2024-01-03")
+    link.run(str(root / "lake" / "curated" / "2024-01-03"), str(tmp_path / "out"), "2024-01-03", "default",
+             spark=spark, registry=str(reg), decisions="")
+    assert not (reg / "ds=2024-01-03" / "_PUBLISHED.json").exists()  # the rerun cleared the marker
+    pd.testing.assert_frame_equal(_members(reg, "2024-01-03"), m_before)
+    for p, df in before.items():
+        pd.testing.assert_frame_equal(pd.read_parquet(reg / "ds=2024-01-03" / p), df)
+    _publish(reg, "2024-01-03")
+
+
+def test_refusals_name_the_dates(spark, nights, tmp_path):
+    root, reg, link, _ = nights
+    from hdwm.registry import RegistryOrderError
+
+    with pytest.raises(RegistryOrderError, match="ds 2024-01-02 is before the published ds 2024-01-03"):
+        link.run(str(root / "lake" / "curated" / "2024-01-02"), str(tmp_path / "o"), "2024-01-02", "default",
+                 spark=spark, registry=str(reg), decisions="")
+    cur4 = _curated(spark, root, "2024-01-04", "web", [NIGHT2[2]])
+    try:
+        with pytest.raises(RegistryOrderError, match="the previous date 2024-01-04 has not been published yet"):
+            link.run(cur4.replace("2024-01-04", "2024-01-05"), str(tmp_path / "o"), "2024-01-05", "default",
+                     spark=spark, registry=str(reg), decisions="")
+        # through main(): exit 2 (permanent) and the message on stderr
+        rc = link.main(["--curated", cur4, "--out", str(tmp_path / "o"), "--ds", "2024-01-02",
+                        "--registry", str(reg), "--decisions", ""])
+        assert rc == 2
+    finally:
+        import shutil
+
+        shutil.rmtree(cur4)
+
+
+def test_killed_job_is_ignored_by_next_night(spark, nights, tmp_path):
+    root, reg, link, _ = nights
+    # a killed link of 2024-01-04: half a version, no _COMPLETE.json (a stray marker does not make it a base)
+    half = reg / "ds=2024-01-04" / "members"
+    half.mkdir(parents=True)
+    (half / "part-0.parquet").write_bytes(b"garbage")
+    _publish(reg, "2024-01-04")
+    (reg / ".ds=2024-01-05.tmp-999").mkdir()  # a temp sibling of an earlier attempt
+    cur = _curated(spark, root, "2024-01-05", "web", [("c7", "p2", "MARY", "JONES", "4", "ELM RD", "SHELBYVILLE",
+                                                        "19750505", "5559876543", None)])
+    payload = link.run(cur, str(tmp_path / "o5"), "2024-01-05", "default", spark=spark, registry=str(reg),
+                       decisions="")
+    assert payload["registry"]["base_ds"] == "2024-01-03"
+    ids3, ids5 = _ids(reg, "2024-01-03"), _ids(reg, "2024-01-05")
+    assert ids5[("web", "c7")] == ids3[("crm", "c3")]
+    assert not (reg / ".ds=2024-01-05.tmp-999").exists()
+    assert (reg / "ds=2024-01-05" / "_COMPLETE.json").is_file()
+
+
+def test_two_sources_may_reuse_record_ids_without_registry(spark, tmp_path):
+    link = _link_module()
+    rows = [("crm", r) for r in NIGHT1] + [("web", r) for r in NIGHT2]
+    pdf = pd.DataFrame([(s, *r) for s, r in rows], columns=["source", "record_id", "truth_entity", *ATTRS])
+    pdf["ds"], pdf["source_file"], pdf["line_number"] = "2024-01-01", "x.csv", range(len(pdf))
+    pdf = pdf.astype(object).where(pdf.notna(), None)
+    schema = ", ".join(f"{c} {'int' if c == 'line_number' else 'string'}" for c in pdf.columns)
+    cur = tmp_path / "curated" / "2024-01-01"
+    spark.createDataFrame(pdf, schema).write.parquet(str(cur))
+    payload = link.run(str(cur), str(tmp_path / "out"), "2024-01-01", "default", spark=spark, decisions="")
+    links = pd.read_parquet(tmp_path / "out" / "links")
+    assert len(links) == 8 and payload["references"] == 8
+    assert set(zip(links["source"], links["record_id"])) == {(s, r[0]) for s, r in rows}
+    lk = links.set_index(["source", "record_id"])["cluster_id"]
+    assert lk[("crm", "c1")] == lk[("web", "c1")] == lk[("crm", "c2")]  # linked across sources
+    assert lk[("crm", "c3")] != lk[("web", "c3")]  # same record id, other person
+    assert all(c.startswith("E") for c in links["cluster_id"])  # ids reused across sources: minted labels
+
+
+def test_bad_source_name_and_duplicates_exit_2(spark, tmp_path):
+    link = _link_module()
+    for name, src, ids in (("bad", "we b", ["a", "b"]), ("dup", "crm", ["a", "a"])):
+        pdf = pd.DataFrame({"record_id": ids, "source": src, "given_name": ["X", "Y"]})
+        cur = tmp_path / name / "2024-01-01"
+        spark.createDataFrame(pdf).write.parquet(str(cur))
+        with pytest.raises(link.LinkInputError, match="source names must match" if name == "bad" else "not unique"):
+            link.run(str(cur), str(tmp_path / f"o{name}"), "2024-01-01", "default", spark=spark, decisions="")
+
+
+def test_full_rebuild_reports_and_publishes_as_version(spark, nights, tmp_path):
+    _, reg, _, _ = nights
+    from hdwm.metrics import metrics_from_counts
+    from hdwm.registry import RegistryError, main, rebuild
+
+    rep = rebuild(spark, str(reg), "2024-01-03", str(tmp_path / "rb"), "default", decisions=None,
+                  publish_as_version="2024-01-06")
+    part = pd.read_parquet(tmp_path / "rb" / "partition")
+    assert len(part) == 9 and rep["references"] == 9
+    assert set(zip(part["source"], part["record_id"])) == set(_ids(reg, "2024-01-03"))
+
+    def pairs(groups):
+        return sum(n * (n - 1) // 2 for n in groups)
+    tp = pairs(part.groupby(["rebuilt_cluster", "entity_id"]).size())
+    expect = metrics_from_counts(tp, pairs(part.groupby("rebuilt_cluster").size()),
+                                 pairs(part.groupby("entity_id").size()))
+    assert rep["pairwise_vs_incremental"] == expect
+    assert json.loads((tmp_path / "rb" / "rebuild_report.json").read_text()) == rep
+    # the published rebuild: every reference in exactly one entity; a vanished id is in a merge/split row
+    v = reg / "ds=2024-01-06"
+    assert json.loads((v / "_COMPLETE.json").read_text())["base_ds"] == "2024-01-03"
+    m6 = _members(reg, "2024-01-06")
+    assert len(m6) == 9 and not m6.duplicated(["source", "record_id"]).any()
+    e6 = pd.read_parquet(v / "entities")
+    assert set(e6["entity_id"]) == set(m6["entity_id"]) and e6["member_count"].sum() == 9
+    ch = pd.read_parquet(v / "changes")
+    gone = set(_ids(reg, "2024-01-03").values()) - set(e6["entity_id"])
+    mentioned = {i for f in ch["from_entity_ids"] for i in f.split(",") if i}
+    assert gone <= mentioned
+    if expect["f1"] == 1.0:  # the same partition: every id kept, nothing to record
+        assert _ids(reg, "2024-01-06") == _ids(reg, "2024-01-03") and ch.empty
+    with pytest.raises(RegistryError, match="after 2024-01-03"):
+        rebuild(spark, str(reg), "2024-01-03", str(tmp_path / "rb2"), publish_as_version="2024-01-03")
+    assert main(["rebuild", "--registry", str(reg), "--ds", "2024-1-3", "--out", str(tmp_path / "x")]) == 2
+
+
+def test_decisions_hold_through_the_link_job(spark, tmp_path):
+    """cannot_link keeps two duplicates apart, must_link joins two strangers (engine + fallback)."""
+    link = _link_module()
+    dec = tmp_path / "decisions.csv"
+    dec.write_text("source_a,record_id_a,source_b,record_id_b,decision,decided_by,decided_at,note\n"
+                   "crm,c1,crm,c2,cannot_link,ann,2024-01-01T10:00,father and son\n"
+                   "crm,c3,crm,c5,must_link,ann,2024-01-01T10:00,same person after marriage\n")
+    reg = tmp_path / "lake" / "entities"
+    cur = _curated(spark, tmp_path, "2024-01-01", "crm", NIGHT1)
+    link.run(cur, str(tmp_path / "o"), "2024-01-01", "default", spark=spark, registry=str(reg), decisions=str(dec))
+    ids = _ids(reg, "2024-01-01")
+    assert ids[("crm", "c1")] != ids[("crm", "c2")]
+    assert ids[("crm", "c3")] == ids[("crm", "c5")]
+    ents = pd.read_parquet(reg / "ds=2024-01-01" / "entities")
+    assert ents["member_count"].sum() == 5 and len(ents) == 4

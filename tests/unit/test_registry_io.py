@@ -1,0 +1,71 @@
+"""Golden record survivorship, decisions file, version writing (issue 13)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hdwm.incremental import DecisionsError, read_decisions
+from hdwm.registry import (MEMBERS_SCHEMA, empty_version, golden_records, read_version, write_version)
+
+pytestmark = pytest.mark.spark
+
+
+def test_golden_record_most_frequent_then_most_recent(spark):
+    rows = [  # entity_id, source, record_id, last_changed_ds, attributes
+        ("E1", "a", "1", "2024-01-01", {"name": "JOHN", "city": "X"}),
+        ("E1", "a", "2", "2024-01-01", {"name": "JOHN", "city": "Y"}),
+        ("E1", "b", "3", "2024-01-02", {"name": "JON", "city": "Z", "phone": None}),
+        ("E2", "a", "9", "2024-01-01", {}),
+    ]
+    df = spark.createDataFrame(rows, "entity_id string, source string, record_id string, last_changed_ds string, "
+                                     "attributes map<string,string>")
+    gold = {r.entity_id: r.golden_record for r in golden_records(df).collect()}
+    # name: JOHN twice beats JON; city: a three-way tie goes to the most recently changed member (Z)
+    assert gold["E1"] == json.dumps({"city": "Z", "name": "JOHN"}, separators=(",", ":"))
+    assert gold["E2"] == "{}"
+    # same last_changed_ds: the larger (source, record_id) wins the tie
+    df2 = spark.createDataFrame([("E", "a", "1", "d", {"c": "P"}), ("E", "b", "1", "d", {"c": "Q"})],
+                                df.schema)
+    assert json.loads(golden_records(df2).first().golden_record) == {"c": "Q"}
+
+
+def test_decisions_file(spark, tmp_path):
+    p = tmp_path / "decisions.csv"
+    p.write_text("source_a,record_id_a,source_b,record_id_b,decision,decided_by,decided_at,note\n"
+                 "web,2,crm,1,must_link,ann,2024-01-01,same person\n"
+                 "crm,5,crm,6,cannot_link,bob,2024-01-01,twins\n"
+                 "crm,7,crm,8,must_link,bob,2024-01-01,\n"
+                 "crm,8,crm,7,cannot_link,bob,2024-01-02,revised\n")
+    must, cannot = read_decisions(spark, str(p))
+    assert sorted(tuple(r) for r in must.collect()) == [("crm|1", "web|2")]
+    assert sorted(tuple(r) for r in cannot.collect()) == [("crm|5", "crm|6"), ("crm|7", "crm|8")]
+    assert read_decisions(spark, None) == (None, None)
+    bad = tmp_path / "bad.csv"
+    for body, msg in (("crm,1,crm,2,maybe,x,y,z\n", "must_link or cannot_link"),
+                      ("c rm,1,crm,2,must_link,x,y,z\n", "not \\[A-Za-z0-9_-\\]"),
+                      ("crm,1,crm,2,must_link,x,1,\ncrm,2,crm,3,must_link,x,1,\ncrm,1,crm,3,cannot_link,x,1,\n",
+                       "contradicts")):
+        bad.write_text("source_a,record_id_a,source_b,record_id_b,decision,decided_by,decided_at,note\n" + body)
+        with pytest.raises(DecisionsError, match=msg):
+            read_decisions(spark, str(bad))
+    with pytest.raises(DecisionsError, match="does not exist"):
+        read_decisions(spark, str(tmp_path / "nope.csv"))
+
+
+def test_write_version_replaces_whole_folder(spark, tmp_path):
+    reg = tmp_path / "entities"
+    e = empty_version(spark)
+    m = spark.createDataFrame([("b", "2", "E2", "d", "d", "t", {}), ("a", "1", "E1", "d", "d", "t", {"k": "v"})],
+                              MEMBERS_SCHEMA)
+    write_version(reg, "2024-01-01", m, e.entities, e.changes, e.frequencies, {"ds": "2024-01-01"})
+    (reg / "ds=2024-01-01" / "_PUBLISHED.json").write_text("{}")
+    (reg / "ds=2024-01-01" / "stray").write_text("x")
+    v = read_version(spark, reg, "2024-01-01")
+    assert [(r.source, r.record_id) for r in v.members.collect()] == [("a", "1"), ("b", "2")]  # sorted rows
+    write_version(reg, "2024-01-01", m.limit(0), e.entities, e.changes, e.frequencies, {"ds": "2024-01-01", "n": 0})
+    assert sorted(p.name for p in (reg / "ds=2024-01-01").iterdir()) == [
+        "_COMPLETE.json", "changes", "entities", "frequencies", "members"]
+    assert read_version(spark, reg, "2024-01-01").members.count() == 0
+    assert [p.name for p in reg.iterdir()] == ["ds=2024-01-01"]  # no temp sibling left

@@ -1,0 +1,82 @@
+"""Which registry version a night links against, and the refusals (issue 13)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hdwm.registry import RegistryOrderError, resolve_base, versions
+
+
+def _version(reg: Path, ds: str, *markers: str, complete: bool = True) -> None:
+    d = reg / f"ds={ds}"
+    (d / "members").mkdir(parents=True)
+    if complete:
+        (d / "_COMPLETE.json").write_text(json.dumps({"ds": ds}))
+    for m in markers:
+        (d / f"_{m}.json").write_text("{}")
+
+
+@pytest.fixture
+def lake(tmp_path):
+    reg, cur = tmp_path / "entities", tmp_path / "curated"
+    reg.mkdir()
+    cur.mkdir()
+    return reg, cur
+
+
+def test_empty_registry_is_night_one(lake):
+    reg, cur = lake
+    assert resolve_base(reg, "2024-01-01", cur) is None
+    assert resolve_base(reg / "absent", "2024-01-01", cur) is None
+
+
+def test_latest_published_before_d(lake):
+    reg, cur = lake
+    _version(reg, "2024-01-01", "PUBLISHED")
+    _version(reg, "2024-01-02", "PUBLISHED")
+    _version(reg, "2024-01-03", "REJECTED")  # failed a check: skipped
+    (cur / "2024-01-03").mkdir()
+    assert resolve_base(reg, "2024-01-04", cur) == "2024-01-02"
+    assert resolve_base(reg, "2024-01-02", cur) == "2024-01-01"  # rerun of d: its predecessor
+
+
+def test_refuses_date_before_a_published_one(lake):
+    reg, cur = lake
+    _version(reg, "2024-01-01", "PUBLISHED")
+    _version(reg, "2024-01-05", "PUBLISHED")
+    with pytest.raises(RegistryOrderError) as exc:
+        resolve_base(reg, "2024-01-03", cur)
+    assert str(exc.value) == ("ds 2024-01-03 is before the published ds 2024-01-05: relinking it would fork the "
+                              "registry; run the full rebuild")
+
+
+def test_refuses_when_predecessor_pending(lake, tmp_path):
+    reg, cur = lake
+    _version(reg, "2024-01-01", "PUBLISHED")
+    (cur / "2024-01-02").mkdir()  # cleansed, never linked
+    with pytest.raises(RegistryOrderError, match=r"^ds 2024-01-03: the previous date 2024-01-02 has not been "
+                                                 r"published yet \(run or fix it first\)$"):
+        resolve_base(reg, "2024-01-03", cur)
+    # linked but neither published nor rejected: still pending
+    _version(reg, "2024-01-02")
+    with pytest.raises(RegistryOrderError, match="2024-01-02"):
+        resolve_base(reg, "2024-01-03", cur)
+    # a landing folder counts when --landing is given
+    land = tmp_path / "landing"
+    (land / "febrl" / "2024-01-04").mkdir(parents=True)
+    (reg / "ds=2024-01-02" / "_REJECTED.json").write_text("{}")
+    assert resolve_base(reg, "2024-01-05", cur) == "2024-01-01"
+    with pytest.raises(RegistryOrderError, match="previous date 2024-01-04"):
+        resolve_base(reg, "2024-01-05", cur, landing=land)
+
+
+def test_incomplete_or_temp_versions_are_ignored(lake):
+    reg, cur = lake
+    _version(reg, "2024-01-01", "PUBLISHED")
+    _version(reg, "2024-01-02", "PUBLISHED", complete=False)  # killed job with a stray marker
+    (reg / ".ds=2024-01-03.tmp-123").mkdir()
+    assert versions(reg) == ["2024-01-01", "2024-01-02"]
+    assert resolve_base(reg, "2024-01-03", cur) == "2024-01-01"
