@@ -32,6 +32,10 @@ Output (all overwritten on rerun):
   ``cluster_size`` int (with ``--registry``: the entity's member count) –
   one row per input record.
 * ``<out>/clusters/`` Parquet: ``cluster_id, cluster_size, quality, iteration``.
+* ``<out>/pairs/`` Parquet (why linked): ``source_a, record_id_a, source_b,
+  record_id_b, score, iteration, accepted`` (true: a link inside an accepted
+  cluster; false: a close call below mu), ``agreeing`` / ``conflicting``
+  (comparison tokens both / only one of the references hold); see ``why_pairs``.
 * ``<out>/metrics.json`` (written atomically): ds, profile, references,
   clusters, singletons, largest_cluster, iterations[], pairwise (null without
   truth; over the night's references), registry (the ``_COMPLETE.json``
@@ -213,17 +217,20 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
 
     must, cannot = read_decisions(spark, decisions)
     if registry:
-        links, metrics, registry_counts = _link_with_registry(spark, refs, registry, ds, base_ds, profile, must,
+        links, metrics, registry_counts, pairs = _link_with_registry(spark, refs, registry, ds, base_ds, profile, must,
                                                               cannot, ckpt, t0, read_version, clear_markers,
                                                               write_version, neighbourhood)
     else:
-        links, metrics = _link_alone(spark, refs, ds, profile, must, cannot, ckpt, unique_ids=crow["r"] == crow["n"])
+        links, metrics, pairs = _link_alone(spark, refs, ds, profile, must, cannot, ckpt,
+                                            unique_ids=crow["r"] == crow["n"])
         registry_counts = None
     links.write.mode("overwrite").parquet(os.path.join(out, "links"))
     written = spark.read.parquet(os.path.join(out, "links"))
     from hdwm.pipeline import clusters_of
 
     clusters_of(written).write.mode("overwrite").parquet(os.path.join(out, "clusters"))
+    if pairs is not None:
+        why_pairs(pairs).write.mode("overwrite").parquet(os.path.join(out, "pairs"))
     payload = {"ds": ds, "profile": profile.name, **metrics, "registry": registry_counts,
                "seconds": round(time.time() - t0, 2)}
     write_json_atomic(os.path.join(out, "metrics.json"), payload)
@@ -233,6 +240,21 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
           f"({payload['references']} references, {payload['clusters']} clusters, "
           f"pairwise={payload['pairwise']}, {payload['seconds']}s)", flush=True)
     return payload
+
+
+def why_pairs(pairs):
+    """The engine's why-linked pairs (``hdwm.pipeline.PAIRS_SCHEMA``, ref_key ids)
+    keyed back to ``source_a, record_id_a, source_b, record_id_b`` plus
+    ``score, iteration, accepted, agreeing, conflicting`` (issue "Linkage
+    accuracy on messy household data": the links that formed each accepted
+    cluster and the close calls within ``NEAR_MISS_BAND`` below mu; with a
+    registry, pairs with already published references too)."""
+    from hdwm.registry import split_ref_key
+
+    sa, ra = split_ref_key("record_id_a")
+    sb, rb = split_ref_key("record_id_b")
+    return pairs.select(sa.alias("source_a"), ra.alias("record_id_a"), sb.alias("source_b"), rb.alias("record_id_b"),
+                        "score", "iteration", "accepted", "agreeing", "conflicting")
 
 
 def _summary(links) -> dict:
@@ -259,7 +281,7 @@ def _link_alone(spark, refs, ds, profile, must, cannot, ckpt, unique_ids: bool):
     from hdwm.registry import mint_id_col
 
     sub = refs.select("ref_key", "text", *(["truth_entity"] if "truth_entity" in refs.columns else []))
-    clusters, emetrics = engine_link(spark, sub, profile, None, None, must, cannot, ckpt)
+    clusters, emetrics, pairs = engine_link(spark, sub, profile, None, None, must, cannot, ckpt)
     clusters = enforce_decisions(clusters, must, cannot)
     w = Window.partitionBy("cluster")
     j = clusters.join(refs.select("ref_key", "source", "record_id"), "ref_key")
@@ -270,7 +292,7 @@ def _link_alone(spark, refs, ds, profile, must, cannot, ckpt, unique_ids: bool):
     if "truth_entity" in refs.columns:
         metrics["pairwise"] = pairwise_metrics(links.join(refs.select("source", "record_id", "truth_entity"),
                                                           ["source", "record_id"]))
-    return links, metrics
+    return links, metrics, pairs
 
 
 def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, cannot, ckpt, t0, read_version,
@@ -302,7 +324,7 @@ def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, canno
     if "truth_entity" in refs.columns:
         metrics["pairwise"] = pairwise_metrics(links.join(refs.select("source", "record_id", "truth_entity"),
                                                           ["source", "record_id"]))
-    return links, metrics, complete
+    return links, metrics, complete, res.pairs
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -104,15 +104,16 @@ def engine_supports(name: str) -> bool:
 
 def engine_link(spark: SparkSession, refs: DataFrame, profile: LinkageProfile, frequencies: DataFrame | None,
                 reference_count: int | None, must: DataFrame | None, cannot: DataFrame | None,
-                checkpoint_dir: str | None) -> tuple[DataFrame, dict]:
+                checkpoint_dir: str | None) -> tuple[DataFrame, dict, DataFrame]:
     """Run the engine on ``refs`` (``ref_key``, ``text``[, ``truth_entity``]).
 
     Passes ``frequencies``/``reference_count``/``must_link``/``cannot_link``
-    when ``run_linkage`` accepts them (decision pairs restricted to keys in
+    to ``hdwm.pipeline.link_references`` (decision pairs restricted to keys in
     ``refs``). Returns (DataFrame(``ref_key``, ``cluster``, ``iteration``,
-    ``mu``, ``quality``), engine metrics).
+    ``mu``, ``quality``), engine metrics, the why-linked pairs
+    (``hdwm.pipeline.PAIRS_SCHEMA``, ids are ref_keys)).
     """
-    from .pipeline import run_linkage
+    from .pipeline import link_references
 
     er = refs.withColumnRenamed("ref_key", "record_id")
     kw = {}
@@ -125,10 +126,10 @@ def engine_link(spark: SparkSession, refs: DataFrame, profile: LinkageProfile, f
             kw[name] = (pairs.join(keys.withColumnRenamed("k", "id1"), "id1", "left_semi")
                         .join(keys.withColumnRenamed("k", "id2"), "id2", "left_semi").select("id1", "id2"))
     _say(f"engine kwargs: {sorted(kw) or 'none (engine without incremental kwargs: frequencies of this input)'}")
-    links, metrics = run_linkage(spark, er, profile, checkpoint_dir, **kw)
-    out = links.select(F.col("record_id").alias("ref_key"), F.col("cluster_id").alias("cluster"),
-                       "iteration", "mu", "quality")
-    return out, metrics
+    res = link_references(spark, er, profile, checkpoint_dir, **kw)
+    out = res.links.select(F.col("record_id").alias("ref_key"), F.col("cluster_id").alias("cluster"),
+                           "iteration", "mu", "quality")
+    return out, res.metrics, res.pairs
 
 
 # ---------------------------------------------------------------- human decisions
@@ -349,6 +350,8 @@ class NightResult:
     links: DataFrame | None
     counts: dict
     engine_metrics: dict | None = None
+    #: the engine's why-linked pairs of the night + neighbourhood (ref_key ids), see engine_link
+    pairs: DataFrame | None = None
 
 
 def assign_and_build(spark: SparkSession, base: RegistryVersion, clusters: DataFrame, night: DataFrame | None,
@@ -519,13 +522,14 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
             neigh.select("ref_key", "text", F.lit(None).cast("string").alias("truth_entity")))
     else:
         sub = night.select(*cols).unionByName(neigh.select(*cols))
-    clusters, emetrics = engine_link(spark, sub, profile, freq, n_total, must, cannot, checkpoint_dir)
+    clusters, emetrics, pairs = engine_link(spark, sub, profile, freq, n_total, must, cannot, checkpoint_dir)
     clusters = _freeze(enforce_decisions(clusters, must, cannot))
 
     # 4. ids and the next version
     res = assign_and_build(spark, base, clusters, night, ds, profile)
     res.frequencies = freq
     res.engine_metrics = emetrics
+    res.pairs = pairs
     res.counts.update({"neighbourhood_references": n_neigh, "linked_references": n_night + n_neigh,
                        "resent_references": n_resent})
     _say(f"ds={ds} done: {res.counts} ({time.time() - t0:.1f}s)")

@@ -400,7 +400,7 @@ def rebuild(spark: SparkSession, registry, ds: str, out: str, profile_name: str 
     must, cannot = read_decisions(spark, decisions)
     refs = mem.select("ref_key", "text")
     freq = raw_frequencies(refs, profile)
-    clusters, _ = engine_link(spark, refs, profile, freq, n, must, cannot, checkpoint_dir)
+    clusters, _, _ = engine_link(spark, refs, profile, freq, n, must, cannot, checkpoint_dir)
     clusters = enforce_decisions(clusters, must, cannot).localCheckpoint(eager=True)
     part = (mem.select("ref_key", "source", "record_id", "entity_id")
             .join(clusters.select("ref_key", F.col("cluster").alias("rebuilt_cluster")), "ref_key")

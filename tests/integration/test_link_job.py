@@ -78,6 +78,17 @@ def test_link_job_on_febrl1(spark, curated, tmp_path):
     assert set(clusters.columns) == {"cluster_id", "cluster_size", "quality", "iteration"}
     assert clusters.count() == len(by_cluster)
 
+    # why-linked pairs: every accepted pair lies inside one published cluster, with its tokens
+    pairs = spark.read.parquet(str(out / "pairs")).toPandas()
+    assert list(pairs.columns) == ["source_a", "record_id_a", "source_b", "record_id_b", "score", "iteration",
+                                   "accepted", "agreeing", "conflicting"]
+    cid = {r.record_id: r.cluster_id for r in rows}
+    acc = pairs[pairs.accepted]
+    assert len(acc) > 0 and all(cid[a] == cid[b] for a, b in zip(acc.record_id_a, acc.record_id_b))
+    assert (acc.score >= 0.5 - 1e-9).all() and acc.agreeing.map(len).gt(0).all()
+    near = pairs[~pairs.accepted]
+    assert all(cid[a] != cid[b] for a, b in zip(near.record_id_a, near.record_id_b))
+
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics == payload
     assert {"ds", "profile", "references", "clusters", "singletons", "largest_cluster",
