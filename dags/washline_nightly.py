@@ -20,8 +20,11 @@ and the date's new version is published with its slice.
 
 Params: `input_folder` (landing root inside the data root), `staging_conn_id`
 (the target database's Airflow connection), `staging_schema` (empty = default), `profile` (linkage profile in
-`include/config/`), `rebuild` (relink the whole registry history in one batch instead of the night against
-the previous version; the changes against the published state are recorded as merges and splits).
+`include/config/`), `entity_registry` (default true: link the night against the published entity registry;
+false: link it in isolation, with per-night cluster ids, no `lake/entities` version, no entity tables staged or
+published and no markers), `rebuild` (relink the whole registry history in one batch instead of the night
+against the previous version; the changes against the published state are recorded as merges and splits;
+needs `entity_registry`).
 """
 
 from __future__ import annotations
@@ -75,13 +78,22 @@ DAG_ID = "washline_nightly"
             title="Linkage profile",
             description="HDWM parameter profile: include/config/<profile>.yaml.",
         ),
+        "entity_registry": Param(
+            True,
+            type="boolean",
+            title="Entity registry",
+            description=("true: link the night against the latest published entity registry version, so entity "
+                         "ids persist across nights (issue 13). false: link the night in isolation (per-night "
+                         "cluster ids; no lake/entities version, no entity tables staged or published)."),
+        ),
         "rebuild": Param(
             False,
             type="boolean",
             title="Full rebuild",
             description=("Relink every reference of the entity registry plus this night in one batch "
                          "(link.py --rebuild) and publish the result as recorded merges and splits; "
-                         "the summary reports its pairwise F1 against the incremental partition."),
+                         "the summary reports its pairwise F1 against the incremental partition. "
+                         "Needs entity_registry=true; refused while spark_jobs/link.py has no --rebuild option."),
         ),
     },
 )

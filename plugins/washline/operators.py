@@ -44,8 +44,10 @@ PERMANENT_EXIT_CODES: dict[str, dict[int, str]] = {
     "cleanse": {2: "bad arguments, source configuration or schema drift", 3: "no input for the date",
                 4: "row-count invariant failed (rows in != curated + quarantined)",
                 52: "Spark ran out of memory; raise spark.driver.memory / executor memory"},
-    "link": {2: "bad arguments, linkage profile or source name, or a registry date refused (relinking it would "
-                "fork the registry, or the previous date is not published yet)",
+    "link": {2: "bad arguments or linkage profile; bad input (no record_id/source column, a bad source name, "
+                "duplicate (source, record_id)); a bad decisions file or an incomplete base version; or the "
+                "entity registry refused the date (relinking it would fork the registry, or the previous date "
+                "is not published yet; the job's error names that date)",
              52: "Spark ran out of memory; raise spark.driver.memory / executor memory"},
 }
 EXIT_CODE = re.compile(r"Error code is: (\d+)")
@@ -117,28 +119,45 @@ def registry_arguments(paths: RunPaths, rebuild: bool = False) -> list[str]:
 
 
 def link_mode(params: Any, link_job: Path | None = None) -> dict[str, bool]:
-    """Whether this run's link job uses the registry and rebuilds (Param ``rebuild``).
+    """Whether this run's link job uses the entity registry and rebuilds it.
 
-    TRANSITIONAL guard (issue 13): the registry options are passed only when
-    ``spark_jobs/link.py`` declares them (:func:`washline.registry.link_supports`,
-    a text inspection at task run time), so the DAG keeps working with a link
-    job that links each night in isolation. ``link_job`` defaults to
-    ``spark_jobs/link.py``.
+    Params: ``entity_registry`` (default true: link the night against the
+    latest published registry version; false: link it in isolation, with
+    per-night cluster ids, no ``lake/entities`` version and no entity tables
+    staged or published) and ``rebuild`` (default false: relink the whole
+    history). ``link_job`` defaults to ``spark_jobs/link.py``; it is read (as
+    text, never imported) only when a rebuild is requested, because that job
+    has no ``--rebuild`` option yet.
+
+    Returns:
+        ``{"registry": bool, "rebuild": bool}`` for :func:`job_arguments`.
 
     Raises:
-        ParamError: ``rebuild`` is not a boolean, or it is requested and the
-            link job has no ``--rebuild`` (or no registry at all).
+        ParamError: ``entity_registry`` or ``rebuild`` is not a boolean;
+            ``rebuild=true`` with ``entity_registry=false``; or ``rebuild=true``
+            while the link job has no ``--rebuild`` option.
     """
-    from washline.registry import link_supports
-
+    registry = params.get("entity_registry", True)
     rebuild = params.get("rebuild", False)
-    if not isinstance(rebuild, bool):
-        raise ParamError(f"Param rebuild must be true or false, got {rebuild!r}")
-    registry = link_supports("--registry", link_job)
-    if rebuild and not (registry and link_supports("--rebuild", link_job)):
-        raise ParamError("Param rebuild=true, but spark_jobs/link.py has no --registry/--rebuild option: "
-                         "this checkout cannot rebuild the entity registry")
+    for name, value in (("entity_registry", registry), ("rebuild", rebuild)):
+        if not isinstance(value, bool):
+            raise ParamError(f"Param {name} must be true or false, got {value!r}")
+    if rebuild and not registry:
+        raise ParamError("Param rebuild=true needs entity_registry=true: a rebuild relinks the entity registry's "
+                         "whole history, and entity_registry=false links the night in isolation")
+    if rebuild and not _declares_option(Path(link_job or SPARK_JOBS / "link.py"), "--rebuild"):
+        raise ParamError("Param rebuild=true, but spark_jobs/link.py has no --rebuild option: run the full "
+                         "rebuild with `python -m hdwm.registry rebuild` (spark_jobs/hdwm/registry.py)")
     return {"registry": registry, "rebuild": rebuild}
+
+
+def _declares_option(job: Path, flag: str) -> bool:
+    """Whether the job's source mentions ``flag`` as a quoted option string."""
+    try:
+        text = job.read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return re.search(rf"""["']{re.escape(flag)}["']""", text) is not None
 
 
 def landing_files(paths: RunPaths) -> list[Path]:
@@ -177,13 +196,14 @@ class SparkJobOperator(SparkSubmitOperator):
     ``spark_default``), so the same DAG runs on ``local[*]``, a standalone
     cluster or Kubernetes. Params read at run time: ``input_folder`` (landing
     root, inside the data root), ``profile`` (linkage profile name) and, for
-    ``link``, ``rebuild`` (relink the whole registry history). The date is
+    ``link``, ``entity_registry`` and ``rebuild`` (:func:`link_mode`). The date is
     ``washline.paths.run_ds``: the logical date, or for a run without one the
     UTC date of its ``run_after``.
 
     The link job gets the entity registry options (:func:`registry_arguments`)
-    when ``spark_jobs/link.py`` supports them (:func:`link_mode`); its XCom
-    then carries ``registry`` with the version's ``_COMPLETE.json``.
+    unless the run's Param ``entity_registry`` is false (:func:`link_mode`);
+    its XCom carries ``registry`` (``enabled`` false, or the version's
+    ``_COMPLETE.json``), which the load, check, publish and report tasks follow.
 
     Returns (XCom):
         The job's metrics JSON as a dict, with ``task_seconds`` (wall seconds

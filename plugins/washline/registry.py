@@ -1,5 +1,5 @@
-"""The Airflow side of the entity registry (issue 13): its versions in the lake,
-their markers, and what the link job of this checkout supports.
+"""The Airflow side of the entity registry (issue 13): its versions in the lake
+and their markers.
 
 The link job (``spark_jobs/link.py --registry <lake>/entities``) writes one
 version per logical date under ``lake/entities/ds=<d>/``: ``members/``,
@@ -21,14 +21,12 @@ Both are written atomically (temp file + ``os.replace``).
 from __future__ import annotations
 
 import json
-import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from washline.paths import REPO_ROOT, RunPaths, validate_ds
+from washline.paths import RunPaths, validate_ds
 
-LINK_JOB = REPO_ROOT / "spark_jobs" / "link.py"
 COMPLETE = "_COMPLETE.json"
 PUBLISHED = "_PUBLISHED.json"
 REJECTED = "_REJECTED.json"
@@ -47,28 +45,6 @@ NIGHT_FIGURES = ("references_total", "night_references", "new_references", "join
 
 class RegistryVersionError(RuntimeError):
     """A registry version is missing, incomplete or not the date's (message says which)."""
-
-
-def link_supports(flag: str, link_job: Path | None = None) -> bool:
-    """Whether ``spark_jobs/link.py`` declares the command-line option ``flag``.
-
-    A cheap text inspection (the job is never imported: it needs Spark), done
-    at task run time. TRANSITIONAL guard of issue 13: while the registry side of
-    the link job is not merged, the DAG keeps linking each night in isolation.
-
-    Returns:
-        True when the file mentions ``"<flag>"`` as a quoted option string.
-    """
-    try:
-        text = Path(link_job or LINK_JOB).read_text(encoding="utf-8")
-    except OSError:
-        return False
-    return re.search(rf"""["']{re.escape(flag)}["']""", text) is not None
-
-
-def registry_enabled(link_job: Path | None = None) -> bool:
-    """Whether runs use the entity registry (the link job accepts ``--registry``)."""
-    return link_supports("--registry", link_job)
 
 
 def _write_json_atomic(path: Path, payload: dict[str, Any]) -> Path:

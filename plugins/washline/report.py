@@ -233,8 +233,8 @@ def render(summary: dict[str, Any]) -> str:
             f"  F1 {_ratio_text(pw.get('f1'))}"
         )
     if summary.get("registry") is None and "registry" in summary and summary.get("clusters") is not None:
-        # TRANSITIONAL (issue 13): the link job of this checkout keeps no entity registry
-        lines.append("  entities         not tracked across nights (spark_jobs/link.py has no --registry yet)")
+        # the night was linked in isolation (Param entity_registry=false)
+        lines.append("  entities         not tracked across nights (entity_registry=false: linked in isolation)")
     lines += render_registry(summary.get("registry"))
     checks = summary["checks"]
     if checks["integrity"] is None:

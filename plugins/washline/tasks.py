@@ -189,13 +189,19 @@ def _run_started(context: Mapping[str, Any]) -> Any:
 
 
 def _mark_rejected(context: Mapping[str, Any], paths: RunPaths, summary: dict[str, Any]) -> None:
-    """Write the date's ``_REJECTED.json`` (registry in use: the link task said
-    so, or, when it did not run, the link job supports ``--registry``), so the
-    next date links against the last published version instead of being refused."""
-    from washline.registry import registry_enabled, write_rejected
+    """Write the date's ``_REJECTED.json`` when the run used the entity registry
+    (the link task's XCom says so; when link left no XCom, the Param
+    ``entity_registry`` is not false), so the next date links against the last
+    published version instead of being refused. A run with
+    ``entity_registry=false`` writes no marker."""
+    from washline.registry import write_rejected
 
-    # TRANSITIONAL guard (issue 13): without the registry there are no markers.
-    if not (link_registry(context)["enabled"] or registry_enabled()):
+    link = context["ti"].xcom_pull(task_ids="link")
+    if isinstance(link, Mapping) and link.get("registry"):
+        in_use = bool(link_registry(context)["enabled"])
+    else:
+        in_use = (context.get("params") or {}).get("entity_registry", True) is not False
+    if not in_use:
         return
     try:
         marker = write_rejected(paths, "; ".join(summary["not_published_because"]) or "not published")

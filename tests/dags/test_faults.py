@@ -21,6 +21,15 @@ the runs are, in order:
    ``DS_BAD`` in the same metadata DB, it also shows a failed night does not
    block the next one.
 
+Every run passes ``entity_registry: false`` in the DAG run conf (``airflow
+dags test washline_nightly <ds> -c '{"entity_registry": false}'``): these
+scenarios test that each date's slice is isolated from the others, and with
+the entity registry (issue 13) the link job refuses by design a date whose
+predecessor is still pending (two dates at once, a later date after a failed
+one in flight). The registry's own ordering, reruns and refusals are covered by
+tests/dags/test_registry_e2e.py. The tests also check that such runs leave no
+``lake/entities`` version behind.
+
 A last, fast test covers a product bug this work found (concurrent table
 creation on a fresh PostgreSQL database), fixed with an advisory lock in ``ensure_schema``.
 
@@ -58,6 +67,8 @@ BIN = Path(sys.executable).parent
 DS_B, DS_C, DS_BAD, DS_KILL = "2025-03-10", "2025-03-11", "2025-03-12", "2025-03-13"
 F1_FLOOR = 0.85
 RUN_TIMEOUT = 1200
+#: the DAG run conf of every run here: per-date slices linked in isolation (see the module docstring)
+RUN_CONF = json.dumps({"entity_registry": False})
 PG_HOST, PG_PORT, PG_USER = "127.0.0.1", 5432, "postgres"  # as in tests/conftest.py
 
 
@@ -158,7 +169,7 @@ def dags_test(world: dict, ds: str, home: str) -> subprocess.Popen:
                AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=f"sqlite:///{path / 'airflow.db'}")
     log_path = world["data"] / f"dags-test-{ds}.log"
     with log_path.open("w") as log:
-        proc = subprocess.Popen([str(BIN / "airflow"), "dags", "test", "washline_nightly", ds],
+        proc = subprocess.Popen([str(BIN / "airflow"), "dags", "test", "washline_nightly", ds, "-c", RUN_CONF],
                                 env=env, stdout=log, stderr=subprocess.STDOUT)
     proc.ds, proc.log_path, proc.started = ds, log_path, time.monotonic()  # type: ignore[attr-defined]
     return proc
@@ -258,6 +269,9 @@ def test_two_dates_run_concurrently_without_interference(world, concurrent_runs)
     # the two pipelines really overlapped: each one's cleanse started before the other's publish ended
     (b_start, b_end), (c_start, c_end) = (task_window(concurrent_runs[ds]["log"]) for ds in (DS_B, DS_C))
     assert b_start < c_end and c_start < b_end, (b_start, b_end, c_start, c_end)
+    # entity_registry=false: linked in isolation, no registry version, no entity tables in the summary
+    assert not (world["data"] / "lake" / "entities").exists()
+    assert all(run["summary"]["registry"] is None for run in concurrent_runs.values())
 
 
 # --------------------------------------------------------------------------
@@ -286,6 +300,7 @@ def test_failed_quality_check_skips_publish_and_says_why(world, failed_run):
     assert "singleton" not in because, summary["not_published_because"]
     assert failed_run["published_after"] == failed_run["published_before"], "published tables changed"
     assert published(world, DS_BAD)["records"] == []
+    assert not (world["data"] / "lake" / "entities").exists(), "entity_registry=false must leave no registry version or marker"
 
 
 # --------------------------------------------------------------------------

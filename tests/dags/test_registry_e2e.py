@@ -13,8 +13,7 @@ The inputs are the FEBRL4 entities numbered below ``ENTITIES`` (both parts), so
 the test stays within a few minutes on two shared cores; the full 10,000-record
 targets of the issue are measured by ``make demo`` (benchmarks/README.md).
 
-Skipped while ``spark_jobs/link.py`` has no ``--registry`` option (the Spark
-side of issue 13 is merged separately).
+The runs use the DAG's default ``entity_registry=true``.
 """
 
 from __future__ import annotations
@@ -30,13 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from washline.registry import registry_enabled
-
-pytestmark = [
-    pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow,
-    pytest.mark.skipif(not registry_enabled(), reason="spark_jobs/link.py has no --registry option yet: the "
-                       "Spark side of issue 13 (hdwm/registry.py, incremental linking) is not merged"),
-]
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -110,6 +110,17 @@ def test_link_spark_application_shape():
     assert spec["sparkConf"]["spark.sql.session.timeZone"] == "UTC"
 
 
+def test_link_arguments_are_the_operators_with_the_entity_registry(monkeypatch):
+    """The manifest passes what SparkJobOperator passes for its date (entity_registry=true, no decisions file)."""
+    from washline.operators import job_arguments, link_mode
+    from washline.paths import RunPaths
+
+    args = link_app()["spec"]["arguments"]
+    monkeypatch.setenv("WASHLINE_DATA", DATA_ROOT)
+    paths = RunPaths.for_run(args[args.index("--ds") + 1], "landing")
+    assert args == job_arguments("link", paths, "default", **link_mode({}))
+
+
 @pytest.mark.parametrize("role", ["driver", "executor"])
 def test_link_resources_are_set(role):
     pod = link_app()["spec"][role]

@@ -1,5 +1,5 @@
 """The Airflow side of the entity registry (issue 13): the link job's registry
-options and their transitional guard, the version's _COMPLETE.json, the
+options (Params entity_registry / rebuild), the version's _COMPLETE.json, the
 _PUBLISHED / _REJECTED markers, and the run summary's registry figures."""
 
 from __future__ import annotations
@@ -22,15 +22,6 @@ def paths(tmp_path, monkeypatch):
     return RunPaths.for_run(D2, "landing")
 
 
-def test_link_supports_reads_the_job_text_not_its_imports(tmp_path):
-    job = tmp_path / "link.py"
-    job.write_text('ap.add_argument("--curated")\nap.add_argument("--registry", default=None)\n')
-    assert registry.link_supports("--registry", job) and not registry.link_supports("--rebuild", job)
-    job.write_text("# a comment about --registry without quotes\n")
-    assert not registry.link_supports("--registry", job)
-    assert not registry.link_supports("--registry", tmp_path / "missing.py")
-
-
 def test_link_arguments_without_and_with_the_registry(paths):
     base = job_arguments("link", paths, "default")
     assert "--registry" not in base and base[:2] == ["--curated", str(paths.curated)]
@@ -45,22 +36,36 @@ def test_link_arguments_without_and_with_the_registry(paths):
         job_arguments("link", paths, "default", rebuild=True)
 
 
-def test_link_mode_follows_the_job_and_refuses_an_impossible_rebuild(tmp_path):
+def test_link_mode_follows_the_entity_registry_param(paths):
+    # default: the registry is on; the arguments then carry --registry and --landing
+    mode = link_mode({})
+    assert mode == {"registry": True, "rebuild": False}
+    args = job_arguments("link", paths, "default", **mode)
+    assert args[args.index("--registry") + 1] == str(paths.entities)
+    assert args[args.index("--landing") + 1] == str(paths.landing)
+    assert link_mode({"entity_registry": True, "rebuild": False}) == mode
+    # false: the night is linked in isolation, no registry options at all
+    off = link_mode({"entity_registry": False})
+    assert off == {"registry": False, "rebuild": False}
+    args = job_arguments("link", paths, "default", **off)
+    assert not {"--registry", "--landing", "--decisions", "--rebuild"} & set(args)
+    assert args == ["--curated", str(paths.curated), "--out", str(paths.linked), "--ds", D2,
+                    "--profile", "default", "--checkpoint-dir", str(paths.checkpoints)]
+
+
+def test_link_mode_refuses_bad_params_and_an_impossible_rebuild(tmp_path):
+    with pytest.raises(ParamError, match="rebuild=true needs entity_registry=true"):
+        link_mode({"entity_registry": False, "rebuild": True})
+    with pytest.raises(ParamError, match="entity_registry must be true or false, got 'no'"):
+        link_mode({"entity_registry": "no"})
+    with pytest.raises(ParamError, match="rebuild must be true or false"):
+        link_mode({"rebuild": "yes"})
     job = tmp_path / "link.py"
-    job.write_text('ap.add_argument("--curated")\n')
-    assert link_mode({}, job) == {"registry": False, "rebuild": False}
-    with pytest.raises(ParamError, match="no --registry/--rebuild option"):
-        link_mode({"rebuild": True}, job)
-    job.write_text('ap.add_argument("--curated")\nap.add_argument("--registry")\n')
-    assert link_mode({"rebuild": False}, job) == {"registry": True, "rebuild": False}
-    with pytest.raises(ParamError, match="no --registry/--rebuild"):
+    job.write_text('ap.add_argument("--registry")\n# --rebuild is mentioned, not declared\n')
+    with pytest.raises(ParamError, match="has no --rebuild option"):
         link_mode({"rebuild": True}, job)
     job.write_text('ap.add_argument("--registry")\nap.add_argument("--rebuild", action="store_true")\n')
     assert link_mode({"rebuild": True}, job) == {"registry": True, "rebuild": True}
-    with pytest.raises(ParamError, match="true or false"):
-        link_mode({"rebuild": "yes"}, job)
-    # this checkout's own link job decides the DAG's runs (the transitional guard)
-    assert link_mode({})["registry"] == registry.registry_enabled()
 
 
 def test_complete_json_is_required_and_checked(paths):
@@ -121,7 +126,7 @@ def test_summary_reports_the_nights_registry_figures():
     # without the registry there is no registry section
     plain = build_summary(D2, "r", {"link": {"clusters": 3}})
     assert plain["registry"] is None and "this night" not in render(plain)
-    assert "not tracked across nights" in render(plain)
+    assert "not tracked across nights (entity_registry=false" in render(plain)
 
 
 def test_link_xcom_carries_the_versions_complete_json(paths):

@@ -110,12 +110,12 @@ ALL_QUARANTINED = {"ds": "2025-01-01", "rows_in": 201, "rows_curated": 0, "rows_
                    "finished_at": "2025-01-02T02:00:30+00:00"}
 
 
-def _report_after_cleanse_failed(tmp_path, monkeypatch, started):
+def _report_after_cleanse_failed(tmp_path, monkeypatch, started, **params):
     monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
     metrics = tmp_path / "lake" / "curated" / "2025-01-01.metrics.json"
-    metrics.parent.mkdir(parents=True)
+    metrics.parent.mkdir(parents=True, exist_ok=True)
     metrics.write_text(json.dumps(ALL_QUARANTINED))
-    ctx = context()
+    ctx = context(**params)
     ctx["ti"] = FakeTI({("cleanse", "error"): NO_VALID_ROWS})  # no cleanse return value
     ctx["dag_run"] = SimpleNamespace(start_date=started)
     with pytest.raises(AirflowFailException, match="was not published: no valid rows"):
@@ -140,6 +140,48 @@ def test_report_ignores_a_metrics_file_from_an_earlier_run_of_the_date(tmp_path,
     summary = _report_after_cleanse_failed(tmp_path, monkeypatch,
                                            datetime(2025, 1, 3, 9, 0, tzinfo=timezone.utc))
     assert summary["rows"]["in"] is None and summary["rows"]["quarantined_by_reason"] is None
+
+
+def test_a_failed_night_is_marked_rejected_only_when_it_used_the_entity_registry(tmp_path, monkeypatch):
+    rejected = tmp_path / "lake" / "entities" / "ds=2025-01-01" / "_REJECTED.json"
+    started = datetime(2025, 1, 2, 2, 0, tzinfo=timezone.utc)
+    summary = _report_after_cleanse_failed(tmp_path, monkeypatch, started)  # default entity_registry=true
+    assert json.loads(rejected.read_text()) == {"ds": "2025-01-01", "reason": NO_VALID_ROWS}
+    assert summary["registry_marker"] == str(rejected)
+    rejected.unlink()
+    summary = _report_after_cleanse_failed(tmp_path, monkeypatch, started, entity_registry=False)
+    assert not rejected.exists() and "registry_marker" not in summary
+
+
+def test_link_exit_2_quotes_the_jobs_own_error(tmp_path, monkeypatch):
+    """Exit 2 of the link job is permanent; the job's one-line error (a registry
+    refusal naming the date, bad input, a bad decisions file) reaches the summary."""
+    monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
+    meaning = PERMANENT_EXIT_CODES["link"][2]
+    for cause in ("linkage profile", "bad input", "decisions file", "previous date is not published yet",
+                  "fork the registry"):
+        assert cause in meaning, cause
+    op = SparkJobOperator(task_id="link", job="link")
+    refusal = "ds 2025-01-01: the previous date 2024-12-31 has not been published yet (run or fix it first)"
+
+    def refused(self, ctx):  # what spark-submit does when link.py exits 2 after writing its error file
+        error = tmp_path / "lake" / "linked" / "2025-01-01" / "metrics.error.json"
+        error.parent.mkdir(parents=True, exist_ok=True)
+        error.write_text(json.dumps({"exit_code": 2, "error": refusal}))
+        raise AirflowException("Cannot execute: spark-submit --master local[*] link.py. Error code is: 2.")
+
+    monkeypatch.setattr(SparkSubmitOperatorBase(), "execute", refused)
+    ctx = context()
+    with pytest.raises(AirflowFailException, match="2024-12-31 has not been published"):
+        op.execute(ctx)
+    assert ctx["ti"].pushed["error"] == f"link failed permanently (spark-submit exit 2): {refusal}"
+
+    def refused_silently(self, ctx):
+        raise AirflowException("Cannot execute: spark-submit link.py. Error code is: 2.")
+
+    monkeypatch.setattr(SparkSubmitOperatorBase(), "execute", refused_silently)
+    with pytest.raises(AirflowFailException, match=r"exit 2: bad arguments or linkage profile.*see the task log"):
+        op.execute(ctx)
 
 
 def SparkSubmitOperatorBase():
