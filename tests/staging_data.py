@@ -43,6 +43,7 @@ def write_slice(root: Path, ds: str, n: int = 6, drop: str | None = None, extra:
     cluster_ids = [f"rec-{2 * cluster_of(i)}" for i in range(n)]
     links = {
         "record_id": [f"rec-{i}" for i in range(n)],
+        "source": ["febrl"] * n,
         "cluster_id": cluster_ids,
         "iteration": pa.array([1] * n, pa.int32()),
         "mu": [0.6] * n,

@@ -33,12 +33,13 @@ CREATE TABLE {schema}staging_links (
 	ds NVARCHAR(10) NOT NULL,
 	load_id NVARCHAR(250) NOT NULL,
 	record_id NVARCHAR(128) NOT NULL,
+	source NVARCHAR(64) NOT NULL,
 	cluster_id NVARCHAR(128) NOT NULL,
 	iteration INTEGER NOT NULL,
 	mu FLOAT(53) NULL,
 	quality FLOAT(53) NOT NULL,
 	cluster_size INTEGER NOT NULL,
-	CONSTRAINT pk_staging_links PRIMARY KEY (ds, record_id)
+	CONSTRAINT pk_staging_links PRIMARY KEY (ds, source, record_id)
 );
 IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'ix_staging_links_cluster' AND object_id = OBJECT_ID(N'{schema}staging_links'))
 CREATE INDEX ix_staging_links_cluster ON {schema}staging_links (ds, cluster_id);
@@ -83,12 +84,13 @@ CREATE TABLE {schema}published_links (
 	ds NVARCHAR(10) NOT NULL,
 	load_id NVARCHAR(250) NOT NULL,
 	record_id NVARCHAR(128) NOT NULL,
+	source NVARCHAR(64) NOT NULL,
 	cluster_id NVARCHAR(128) NOT NULL,
 	iteration INTEGER NOT NULL,
 	mu FLOAT(53) NULL,
 	quality FLOAT(53) NOT NULL,
 	cluster_size INTEGER NOT NULL,
-	CONSTRAINT pk_published_links PRIMARY KEY (ds, record_id)
+	CONSTRAINT pk_published_links PRIMARY KEY (ds, source, record_id)
 );
 IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'ix_published_links_cluster' AND object_id = OBJECT_ID(N'{schema}published_links'))
 CREATE INDEX ix_published_links_cluster ON {schema}published_links (ds, cluster_id);

@@ -47,12 +47,13 @@ CREATE TABLE {schema}staging_links (
 	ds VARCHAR2(10 CHAR) NOT NULL,
 	load_id VARCHAR2(250 CHAR) NOT NULL,
 	record_id VARCHAR2(128 CHAR) NOT NULL,
+	source VARCHAR2(64 CHAR) NOT NULL,
 	cluster_id VARCHAR2(128 CHAR) NOT NULL,
 	iteration NUMBER(10) NOT NULL,
 	mu BINARY_DOUBLE,
 	quality BINARY_DOUBLE NOT NULL,
 	cluster_size NUMBER(10) NOT NULL,
-	CONSTRAINT pk_staging_links PRIMARY KEY (ds, record_id)
+	CONSTRAINT pk_staging_links PRIMARY KEY (ds, source, record_id)
 )';
 EXCEPTION
   -- ORA-00955: name is already used by an existing object (created before)
@@ -127,12 +128,13 @@ CREATE TABLE {schema}published_links (
 	ds VARCHAR2(10 CHAR) NOT NULL,
 	load_id VARCHAR2(250 CHAR) NOT NULL,
 	record_id VARCHAR2(128 CHAR) NOT NULL,
+	source VARCHAR2(64 CHAR) NOT NULL,
 	cluster_id VARCHAR2(128 CHAR) NOT NULL,
 	iteration NUMBER(10) NOT NULL,
 	mu BINARY_DOUBLE,
 	quality BINARY_DOUBLE NOT NULL,
 	cluster_size NUMBER(10) NOT NULL,
-	CONSTRAINT pk_published_links PRIMARY KEY (ds, record_id)
+	CONSTRAINT pk_published_links PRIMARY KEY (ds, source, record_id)
 )';
 EXCEPTION
   -- ORA-00955: name is already used by an existing object (created before)

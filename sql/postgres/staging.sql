@@ -30,12 +30,13 @@ CREATE TABLE IF NOT EXISTS {schema}staging_links (
 	ds VARCHAR(10) NOT NULL,
 	load_id VARCHAR(250) NOT NULL,
 	record_id VARCHAR(128) NOT NULL,
+	source VARCHAR(64) NOT NULL,
 	cluster_id VARCHAR(128) NOT NULL,
 	iteration INTEGER NOT NULL,
 	mu DOUBLE PRECISION,
 	quality DOUBLE PRECISION NOT NULL,
 	cluster_size INTEGER NOT NULL,
-	CONSTRAINT pk_staging_links PRIMARY KEY (ds, record_id)
+	CONSTRAINT pk_staging_links PRIMARY KEY (ds, source, record_id)
 );
 CREATE INDEX IF NOT EXISTS ix_staging_links_cluster ON {schema}staging_links (ds, cluster_id);
 
@@ -75,12 +76,13 @@ CREATE TABLE IF NOT EXISTS {schema}published_links (
 	ds VARCHAR(10) NOT NULL,
 	load_id VARCHAR(250) NOT NULL,
 	record_id VARCHAR(128) NOT NULL,
+	source VARCHAR(64) NOT NULL,
 	cluster_id VARCHAR(128) NOT NULL,
 	iteration INTEGER NOT NULL,
 	mu DOUBLE PRECISION,
 	quality DOUBLE PRECISION NOT NULL,
 	cluster_size INTEGER NOT NULL,
-	CONSTRAINT pk_published_links PRIMARY KEY (ds, record_id)
+	CONSTRAINT pk_published_links PRIMARY KEY (ds, source, record_id)
 );
 CREATE INDEX IF NOT EXISTS ix_published_links_cluster ON {schema}published_links (ds, cluster_id);
 

@@ -30,12 +30,13 @@ CREATE TABLE IF NOT EXISTS {schema}staging_links (
 	ds TEXT NOT NULL,
 	load_id TEXT NOT NULL,
 	record_id TEXT NOT NULL,
+	source TEXT NOT NULL,
 	cluster_id TEXT NOT NULL,
 	iteration INTEGER NOT NULL,
 	mu REAL,
 	quality REAL NOT NULL,
 	cluster_size INTEGER NOT NULL,
-	CONSTRAINT pk_staging_links PRIMARY KEY (ds, record_id)
+	CONSTRAINT pk_staging_links PRIMARY KEY (ds, source, record_id)
 );
 CREATE INDEX IF NOT EXISTS ix_staging_links_cluster ON {schema}staging_links (ds, cluster_id);
 
@@ -75,12 +76,13 @@ CREATE TABLE IF NOT EXISTS {schema}published_links (
 	ds TEXT NOT NULL,
 	load_id TEXT NOT NULL,
 	record_id TEXT NOT NULL,
+	source TEXT NOT NULL,
 	cluster_id TEXT NOT NULL,
 	iteration INTEGER NOT NULL,
 	mu REAL,
 	quality REAL NOT NULL,
 	cluster_size INTEGER NOT NULL,
-	CONSTRAINT pk_published_links PRIMARY KEY (ds, record_id)
+	CONSTRAINT pk_published_links PRIMARY KEY (ds, source, record_id)
 );
 CREATE INDEX IF NOT EXISTS ix_published_links_cluster ON {schema}published_links (ds, cluster_id);
 

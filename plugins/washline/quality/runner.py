@@ -107,20 +107,21 @@ SLICE_QUERIES = {
         "r.postcode AS postcode, r.state AS state, {dob} AS date_of_birth, r.soc_sec_id AS soc_sec_id, "
         "l.cluster_id AS cluster_id, COALESCE(l.n_links, 0) AS cluster_links "
         "FROM {records} r LEFT JOIN ("
-        "SELECT record_id, MIN(cluster_id) AS cluster_id, COUNT(*) AS n_links "
-        "FROM {links} WHERE ds = '{ds}' GROUP BY record_id) l ON l.record_id = r.record_id "
+        "SELECT source, record_id, MIN(cluster_id) AS cluster_id, COUNT(*) AS n_links "
+        "FROM {links} WHERE ds = '{ds}' GROUP BY source, record_id) l "
+        "ON l.source = r.source AND l.record_id = r.record_id "
         "WHERE r.ds = '{ds}'"
     ),
     # Each link row with its cluster and record looked up (NULL = orphan).
     "staging_links": (
-        "SELECT l.ds AS ds, l.record_id AS record_id, l.cluster_id AS cluster_id, "
+        "SELECT l.ds AS ds, l.source AS source, l.record_id AS record_id, l.cluster_id AS cluster_id, "
         "l.cluster_size AS cluster_size, c.cluster_id AS cluster_in_clusters, "
         "r.record_id AS record_in_records "
         "FROM {links} l "
         "LEFT JOIN (SELECT DISTINCT cluster_id FROM {clusters} WHERE ds = '{ds}') c "
         "ON c.cluster_id = l.cluster_id "
-        "LEFT JOIN (SELECT DISTINCT record_id FROM {records} WHERE ds = '{ds}') r "
-        "ON r.record_id = l.record_id "
+        "LEFT JOIN (SELECT DISTINCT source, record_id FROM {records} WHERE ds = '{ds}') r "
+        "ON r.source = l.source AND r.record_id = l.record_id "
         "WHERE l.ds = '{ds}'"
     ),
     # Each cluster with the number of link rows naming it and a 0/1 singleton flag.

@@ -109,6 +109,7 @@ RECORD_COLUMNS = (
 LINK_COLUMNS = (
     *SLICE_COLUMNS,
     _s("record_id", 128, False),
+    _s("source", 64, False),
     _s("cluster_id", 128, False),
     Col("iteration", "int32", nullable=False),
     Col("mu", "float64"),
@@ -168,7 +169,7 @@ def _tables() -> dict[str, TableSpec]:
             ((f"ix_{layer}_records_rid", ("ds", "record_id")),),
         )
         out[f"{layer}_links"] = TableSpec(
-            f"{layer}_links", LINK_COLUMNS, ("ds", "record_id"),
+            f"{layer}_links", LINK_COLUMNS, ("ds", "source", "record_id"),
             ((f"ix_{layer}_links_cluster", ("ds", "cluster_id")),),
         )
         out[f"{layer}_clusters"] = TableSpec(f"{layer}_clusters", CLUSTER_COLUMNS, ("ds", "cluster_id"))

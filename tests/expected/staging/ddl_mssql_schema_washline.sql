@@ -26,12 +26,13 @@ CREATE TABLE [washline].staging_links (
 	ds NVARCHAR(10) NOT NULL,
 	load_id NVARCHAR(250) NOT NULL,
 	record_id NVARCHAR(128) NOT NULL,
+	source NVARCHAR(64) NOT NULL,
 	cluster_id NVARCHAR(128) NOT NULL,
 	iteration INTEGER NOT NULL,
 	mu FLOAT(53) NULL,
 	quality FLOAT(53) NOT NULL,
 	cluster_size INTEGER NOT NULL,
-	CONSTRAINT pk_staging_links PRIMARY KEY (ds, record_id)
+	CONSTRAINT pk_staging_links PRIMARY KEY (ds, source, record_id)
 );
 IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'ix_staging_links_cluster' AND object_id = OBJECT_ID(N'[washline].staging_links'))
 CREATE INDEX ix_staging_links_cluster ON [washline].staging_links (ds, cluster_id);
@@ -73,12 +74,13 @@ CREATE TABLE [washline].published_links (
 	ds NVARCHAR(10) NOT NULL,
 	load_id NVARCHAR(250) NOT NULL,
 	record_id NVARCHAR(128) NOT NULL,
+	source NVARCHAR(64) NOT NULL,
 	cluster_id NVARCHAR(128) NOT NULL,
 	iteration INTEGER NOT NULL,
 	mu FLOAT(53) NULL,
 	quality FLOAT(53) NOT NULL,
 	cluster_size INTEGER NOT NULL,
-	CONSTRAINT pk_published_links PRIMARY KEY (ds, record_id)
+	CONSTRAINT pk_published_links PRIMARY KEY (ds, source, record_id)
 );
 IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'ix_published_links_cluster' AND object_id = OBJECT_ID(N'[washline].published_links'))
 CREATE INDEX ix_published_links_cluster ON [washline].published_links (ds, cluster_id);

@@ -32,7 +32,7 @@ SELECT COUNT(*) FROM [washline].[published_records] WHERE ds = %(ds)s;
 DELETE FROM [washline].[published_links] WHERE ds = %(ds)s;
 
 -- insert:published_links  params={'ds': '2025-01-01'}
-INSERT INTO [washline].[published_links] ([ds], [load_id], [record_id], [cluster_id], [iteration], [mu], [quality], [cluster_size]) SELECT [ds], [load_id], [record_id], [cluster_id], [iteration], [mu], [quality], [cluster_size] FROM [washline].[staging_links] WHERE ds = %(ds)s;
+INSERT INTO [washline].[published_links] ([ds], [load_id], [record_id], [source], [cluster_id], [iteration], [mu], [quality], [cluster_size]) SELECT [ds], [load_id], [record_id], [source], [cluster_id], [iteration], [mu], [quality], [cluster_size] FROM [washline].[staging_links] WHERE ds = %(ds)s;
 
 -- count:published_links  params={'ds': '2025-01-01'}
 SELECT COUNT(*) FROM [washline].[published_links] WHERE ds = %(ds)s;

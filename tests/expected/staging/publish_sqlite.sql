@@ -32,7 +32,7 @@ SELECT COUNT(*) FROM "published_records" WHERE ds = ?;
 DELETE FROM "published_links" WHERE ds = ?;
 
 -- insert:published_links  params=('2025-01-01',)
-INSERT INTO "published_links" ("ds", "load_id", "record_id", "cluster_id", "iteration", "mu", "quality", "cluster_size") SELECT "ds", "load_id", "record_id", "cluster_id", "iteration", "mu", "quality", "cluster_size" FROM "staging_links" WHERE ds = ?;
+INSERT INTO "published_links" ("ds", "load_id", "record_id", "source", "cluster_id", "iteration", "mu", "quality", "cluster_size") SELECT "ds", "load_id", "record_id", "source", "cluster_id", "iteration", "mu", "quality", "cluster_size" FROM "staging_links" WHERE ds = ?;
 
 -- count:published_links  params=('2025-01-01',)
 SELECT COUNT(*) FROM "published_links" WHERE ds = ?;
