@@ -124,14 +124,20 @@ SLICE_QUERIES = {
         "ON r.source = l.source AND r.record_id = l.record_id "
         "WHERE l.ds = '{ds}'"
     ),
-    # Each cluster with the number of link rows naming it and a 0/1 singleton flag.
+    # Each cluster with the number of references it holds and a 0/1 singleton
+    # flag. Linked in isolation, that is the night's link rows naming it; with
+    # the entity registry a cluster is an entity and its cluster_size counts
+    # every member up to ds, so it is reconciled with the staged members of the
+    # version (staging_entity_members of ds, empty without the registry).
     "staging_clusters": (
         "SELECT c.ds AS ds, c.cluster_id AS cluster_id, c.cluster_size AS cluster_size, "
-        "COALESCE(l.linked_records, 0) AS linked_records, "
+        "COALESCE(m.members, l.linked_records, 0) AS linked_records, "
         "CASE WHEN c.cluster_size = 1 THEN 1 ELSE 0 END AS singleton "
         "FROM {clusters} c LEFT JOIN ("
         "SELECT cluster_id, COUNT(*) AS linked_records FROM {links} WHERE ds = '{ds}' "
         "GROUP BY cluster_id) l ON l.cluster_id = c.cluster_id "
+        "LEFT JOIN (SELECT entity_id, COUNT(*) AS members FROM {members} WHERE ds = '{ds}' "
+        "GROUP BY entity_id) m ON m.entity_id = c.cluster_id "
         "WHERE c.ds = '{ds}'"
     ),
     # Registry (issue 13). Each staged member with its entity looked up in the
