@@ -16,9 +16,10 @@ formula), ``mu += muIterate``. The replay equals the Spark engine's partition
 when no block is split (``maxBlockSize`` not reached, as on 1k–10k inputs):
 S8P all rules on and all off give the engine's exact pairwise figures.
 
-Rules that change tokens or blocks (``canonicalNumbers``,
-``givenNameFromData``, ``rareTokenBlocks``) need step 1 again: pass
-``--off RULE`` to run the whole table with that rule off.
+Rules that change tokens, blocks or step-1 features (``canonicalNumbers``,
+``givenNameFromData``, ``rareTokenBlocks``, ``householdIdentifierRule``) need
+step 1 again: pass ``--off RULE`` (or ``--on RULE``) to run the whole table
+with that rule off (on).
 
 Prints one Markdown table (variant, P, R, F1, predicted pairs, largest
 cluster) on stdout; progress on stderr.
@@ -38,7 +39,7 @@ sys.path.insert(0, str(REPO / "spark_jobs"))
 
 #: rules replayed after blocking (profile switches)
 REPLAYED = ("clusterConsistency", "dateOfBirthConflictRule", "generationConflictRule", "commonGivenNameRule",
-            "identifierConflictRule", "identifierMatchRule", "givenNameConflictRule", "householdIdentifierRule")
+            "identifierConflictRule", "identifierMatchRule", "givenNameConflictRule")
 
 
 def dump(path: str, fmt: str, truth: str | None, profile):
@@ -164,12 +165,13 @@ def main(argv=None) -> int:
     ap.add_argument("--truth")
     ap.add_argument("--profile", default="default")
     ap.add_argument("--off", action="append", default=[], help="profile switch off for the whole table (repeatable)")
+    ap.add_argument("--on", action="append", default=[], help="profile switch on for the whole table (repeatable)")
     a = ap.parse_args(argv)
     from hdwm.config import load_profile
 
     prof = load_profile(a.profile)
-    if a.off:
-        prof = prof.model_copy(update={k: False for k in a.off})
+    if a.off or a.on:
+        prof = prof.model_copy(update={**{k: False for k in a.off}, **{k: True for k in a.on}})
     pdf, feats, pairs, n = dump(a.input, a.format, a.truth, prof)
     if "truth_entity" not in pdf.columns:
         print("error: the ablation needs truth (a truth_entity column or --truth)", file=sys.stderr)
@@ -179,7 +181,7 @@ def main(argv=None) -> int:
     on = [r for r in REPLAYED if getattr(eff, r)]
     variants = [("profile as is", {})] + [(f"without {r}", {r: False}) for r in on]
     variants += [(f"with {r}", {r: True}) for r in REPLAYED if r not in on]
-    print(f"input {a.input} ({n} references, {len(pairs)} candidate pairs; off for all rows: {a.off or 'none'})\n")
+    print(f"input {a.input} ({n} references, {len(pairs)} candidate pairs; off for all rows: {a.off or 'none'}, on: {a.on or 'none'})\n")
     print("| variant | P | R | F1 | predicted pairs | largest cluster |\n|---|---|---|---|---|---|")
     for name, upd in variants:
         print(f"[ablation] {name}", file=sys.stderr, flush=True)

@@ -1,7 +1,7 @@
 """Incremental linkage over many nights against the entity registry (issue 13).
 
     .venv/bin/python benchmarks/incremental.py --nights 30 --per-night 10000 --seed 42 \\
-        [--generator synth|messy] [--neighbourhood block_key|token] [--skip-batch] \\
+        [--generator synth|messy] [--neighbourhood pair_key|block_key|token] [--skip-batch] \\
         [--work DIR] [--json OUT.json]
 
 Runs in the product venv (it imports ``spark_jobs/link.py``). One seeded
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-night", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--generator", choices=sorted(GENERATORS), default="synth")
-    ap.add_argument("--neighbourhood", choices=["block_key", "pair_key", "token"], default="block_key")
+    ap.add_argument("--neighbourhood", choices=["block_key", "pair_key", "token"], default="pair_key")
     ap.add_argument("--profile", default="default")
     ap.add_argument("--skip-batch", action="store_true", help="no full batch relink at the end")
     ap.add_argument("--work", default=None, help="working folder (default: a new temp folder)")

@@ -146,7 +146,7 @@ def attributes_map(df):
 
 def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str | None = None, spark=None, *,
         registry: str | None = None, source_col: str = "source", decisions: str | None = None,
-        landing: str | None = None, neighbourhood: str = "block_key") -> dict:
+        landing: str | None = None, neighbourhood: str = "pair_key") -> dict:
     """Link ``curated`` into ``out``; returns the metrics dict written to metrics.json.
 
     References are keyed by (``source_col``, ``record_id``): two sources may
@@ -296,7 +296,7 @@ def _link_alone(spark, refs, ds, profile, must, cannot, ckpt, unique_ids: bool):
 
 
 def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, cannot, ckpt, t0, read_version,
-                        clear_markers, write_version, neighbourhood="block_key"):
+                        clear_markers, write_version, neighbourhood="pair_key"):
     """Link the night against registry version ``base_ds`` and write version ``ds``."""
     from pyspark.sql import functions as F
 

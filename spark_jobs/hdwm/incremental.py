@@ -11,14 +11,17 @@ night's references and returns the next version:
    a night reference. Blocking tokens follow the engine's rule on the combined
    frequencies and the profile made effective for N (``hdwm.blocking.blocking_tokens``:
    ``2 ≤ freq ≤ beta``, minimum length, numeric rule). ``neighbourhood="block_key"``
-   (default) uses the engine's block keys – with ``blockByPairs`` a sorted pair
+   uses the engine's block keys – with ``blockByPairs`` a sorted pair
    of blocking tokens – so exactly the registry references that could land in a
    block with a night reference are candidates; ``neighbourhood="token"`` takes
    any shared blocking token (a superset; measured in benchmarks/README.md).
    With the engine's ``rareTokenBlocks`` a single rare token is a block key
    too, and on large nights that brings nearly the whole registry in
-   (measured: benchmarks/README.md); ``neighbourhood="pair_key"`` leaves those
-   keys out.
+   (measured: benchmarks/README.md), so a night would cost as much as the
+   history; ``neighbourhood="pair_key"`` (the default) leaves those keys out:
+   a night reference and a registry reference are candidates when they share
+   a pair of blocking tokens (within the night the engine still blocks on rare
+   tokens alone).
    Then every member of the entities the candidates belong to joins them
    (an entity above ``big_entity_warn`` members is logged as a warning), plus
    the entities named by human decisions the night could affect.
@@ -446,7 +449,7 @@ def assign_and_build(spark: SparkSession, base: RegistryVersion, clusters: DataF
 def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds: str,
                profile: LinkageProfile | str = "default", must: DataFrame | None = None,
                cannot: DataFrame | None = None, checkpoint_dir: str | None = None,
-               neighbourhood: str = "block_key", big_entity_warn: int = BIG_ENTITY_WARN) -> NightResult:
+               neighbourhood: str = "pair_key", big_entity_warn: int = BIG_ENTITY_WARN) -> NightResult:
     """Link ``night`` against ``base``; see the module doc.
 
     Args:
@@ -538,7 +541,7 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
 
 
 def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
-                         profile: LinkageProfile, neighbourhood: str = "block_key") -> DataFrame:
+                         profile: LinkageProfile, neighbourhood: str = "pair_key") -> DataFrame:
     """Registry references that could share a block with a night reference.
 
     Args:
