@@ -257,10 +257,16 @@ def is_date_like(t: str) -> bool:
     return is_date_token(t) or bool(date_readings(t))
 
 
+#: years between two dates of birth that make two people of one name a generation apart
+GENERATION_YEARS = 15
+
+
 def date_of_birth_conflict(nums_a, nums_b) -> bool:
-    """Each reference holds exactly one full date (``date_readings``) and no
+    """Each reference holds exactly one full date (``date_readings``), no
     reading of one is within one Damerau–Levenshtein edit of a reading of the
-    other (a digit typo or a transposition keeps a date of birth the same).
+    other (a digit typo or a transposition keeps a date of birth the same),
+    and every pair of readings is at least ``GENERATION_YEARS`` years apart
+    (a junior and a senior; a mistyped year of the same person is closer).
 
     One date per reference is taken as its date of birth; a reference with
     several dates (an event date beside the birth date) says nothing here.
@@ -271,7 +277,11 @@ def date_of_birth_conflict(nums_a, nums_b) -> bool:
     db = [r for r in (date_readings(t) for t in (nums_b if nums_b is not None else ())) if r]
     if len(da) != 1 or len(db) != 1:
         return False
-    return not any(DamerauLevenshtein.distance(x, y, score_cutoff=1) <= 1 for x in da[0] for y in db[0])
+    if any(DamerauLevenshtein.distance(x, y, score_cutoff=1) <= 1 for x in da[0] for y in db[0]):
+        return False
+    # a generation apart: a date mangled by more than one edit (FEBRL swaps and
+    # retypes digits) still names the same person when the years are close
+    return min(abs(int(x[:4]) - int(y[:4])) for x in da[0] for y in db[0]) >= GENERATION_YEARS
 
 
 def common_given_name_conflict(lead_a, lead_b, std_a: bool, std_b: bool, min_similarity: float = 0.7) -> bool:
@@ -337,9 +347,12 @@ def conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, shared_b
     ia = [t for t in na if not is_date_like(t)]
     ib = [t for t in nb if not is_date_like(t)]
     if getattr(profile, "dateOfBirthConflictRule", False) and date_of_birth_conflict(nums_a, nums_b):
-        # a junior and a senior: same name, same address and phone, another date
-        # of birth (Fellegi-Sunter: a disagreeing date of birth weighs heavily)
-        return True
+        # a junior and a senior: same name and address, another date of birth a
+        # generation away (Fellegi-Sunter: a disagreeing date of birth weighs
+        # heavily) – unless an identifier is exactly equal (data sets such as
+        # FEBRL replace a duplicate's date of birth by another value)
+        if not (ia and ib and set(ia) & set(ib)):
+            return True
     if profile.identifierConflictRule:
         # no long number agrees (identifiers, and dates: a shared date of birth lifts the veto)
         if (ia and ib and _comparable(ia, ib) and not _numbers_agree(na, nb, k)

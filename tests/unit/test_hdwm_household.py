@@ -49,6 +49,7 @@ def test_date_of_birth_conflict_tolerates_one_typo_and_other_shapes():
     assert not date_of_birth_conflict(["19800315"], ["03151980"])  # same date, two shapes
     assert not date_of_birth_conflict(["19800315"], ["19800351"])  # a transposition
     assert date_of_birth_conflict(["19800315"], ["19550702"])  # father and son
+    assert not date_of_birth_conflict(["19800315"], ["19830513"])  # two edits, but three years: a mangled date
     assert not date_of_birth_conflict(["19800315", "20200101"], ["19550702"])  # two dates: no call
 
 
@@ -63,11 +64,14 @@ def test_common_given_names_conflict_only_when_both_are_standard_tokens():
 def test_junior_and_senior_sharing_a_phone_are_vetoed_not_matched():
     # same name, same landline, other dates of birth: the phone used to make
     # an identifier match (score 1.0); the date of birth now vetoes the pair
-    jr = (["JOHN", "SMITH", "JR"], ["5015551234", "19800315"])
-    sr = (["JOHN", "SMITH"], ["5015551234", "19550702"])
+    jr = (["JOHN", "SMITH", "JR"], ["5015551239", "19800315"])
+    sr = (["JOHN", "SMITH"], ["5015551234", "19550702"])  # nearly equal numbers (one digit)
     assert evidence_score(*jr, *sr, PROFILE) == 0.0
     off = PROFILE.model_copy(update={"dateOfBirthConflictRule": False, "generationConflictRule": False})
     assert evidence_score(*jr, *sr, off) == 1.0
+    # an exactly equal identifier lifts the date veto (FEBRL replaces dates of birth)
+    assert evidence_score(["AMY", "MCCARTHY"], ["19381203", "4829707"],
+                          ["AMY", "MCCARTHY"], ["19721005", "4829707"], PROFILE) == 1.0
     # the same person with one digit of the date mistyped, in another shape, stays a match
     a = (["JOHN", "SMITH"], ["123456789", "19800315"])
     b = (["JOHN", "SMITH"], ["123456789", "03161980"])
