@@ -105,8 +105,9 @@ def loaded(cluster):
             "SELECT '2025-01-01', 'r', 'rec-' || lpad(g::text, 6, '0'), 's', 'given' || g, 'surname' || g "
             "FROM generate_series(1, 3000) g")
         conn.execute(
-            "INSERT INTO staging_links (ds, load_id, record_id, cluster_id, iteration, mu, quality, cluster_size) "
-            "SELECT '2025-01-01', 'r', 'rec-' || lpad(g::text, 6, '0'), 'c-' || lpad((g / 2)::text, 6, '0'), "
+            "INSERT INTO staging_links (ds, load_id, source, record_id, cluster_id, iteration, mu, quality, "
+            "cluster_size) "
+            "SELECT '2025-01-01', 'r', 's', 'rec-' || lpad(g::text, 6, '0'), 'c-' || lpad((g / 2)::text, 6, '0'), "
             "1, 0.6, 1.0, 2 FROM generate_series(1, 3000) g")
         conn.execute("CHECKPOINT")
         heap = conn.execute("SELECT pg_relation_filepath('staging_records')").fetchone()[0]

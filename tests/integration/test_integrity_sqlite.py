@@ -19,8 +19,8 @@ def db(tmp_path, monkeypatch):
     conn = sqlite3.connect(path)
     ensure_schema(conn, "sqlite")
     conn.executemany(
-        "INSERT INTO staging_links (ds, load_id, record_id, cluster_id, iteration, mu, quality, cluster_size) "
-        "VALUES ('2025-01-01', 'r', ?, ?, 1, 0.6, 1.0, 2)",
+        "INSERT INTO staging_links (ds, load_id, source, record_id, cluster_id, iteration, mu, quality, "
+        "cluster_size) VALUES ('2025-01-01', 'r', 's', ?, ?, 1, 0.6, 1.0, 2)",
         [(f"rec-{i:05d}-{'x' * 40}", f"c-{i // 2:05d}") for i in range(4000)],
     )
     conn.commit()
