@@ -68,7 +68,10 @@ def test_error_rows_decide_not_the_summary():
     result = evaluate([SUMMARY_0, row(824, 24, "incorrect checksum … page (1:184)", file=1, page=184)])
     assert result["verdict"] is Verdict.FAIL
     assert result["findings"][0].severity == "CRITICAL" and result["findings"][0].location == "1:184"
-    assert result["consistency_errors"] == 1  # the row the summary did not count
+    # the counts stay SQL Server's (0/0); the row it did not count is reported beside them
+    assert (result["allocation_errors"], result["consistency_errors"], result["error_rows"]) == (0, 0, 1)
+    assert result["count_notes"] == ["the 8989 summary counts 0 allocation and 0 consistency error(s) (0 in all) "
+                                     "but 1 error row was returned, 1 of them at severity 20 or more (824)"]
 
 
 def test_missing_summary_is_error_even_with_clean_rows():
@@ -204,3 +207,125 @@ def test_invalid_combination_sends_nothing():
     with pytest.raises(mssql.InvalidOptions):
         mssql.check(hook, mode="physical_only", options=mssql.CheckDbOptions(data_purity=True))
     assert hook.sent == []
+
+
+# ---------------------------------------------------------------- SQL Server's own figures (issue 15, item 7)
+
+LOCAL = Path(__file__).resolve().parent / "integrity_cases"
+
+
+def local_case(name):
+    return json.loads((LOCAL / f"{name}.json").read_text())
+
+
+def test_counts_are_the_8989_row_with_its_8990_and_8954_breakdown():
+    rows = [row(8905, 16, "Extent (1:1200) in database ID 7 is marked allocated in the GAM, but no SGAM or IAM "
+                          "has allocated it.", file=1, page=1200),
+            row(8928, 16, "Page (1:9) could not be processed.", obj=5, index=1, file=1, page=9),
+            row(8939, 16, "Test failed.", obj=5, index=1, file=1, page=9),
+            row(8954, 10, "CHECKDB found 1 allocation errors and 0 consistency errors not associated with any single "
+                          "object."),
+            row(8990, 10, "CHECKDB found 0 allocation errors and 2 consistency errors in table 'dbo.Order Details' "
+                          "(object ID 5).", obj=5),
+            row(8989, 10, "CHECKDB found 1 allocation errors and 2 consistency errors in database 'O''Brien 2'.")]
+    result = evaluate(rows)
+    assert (result["allocation_errors"], result["consistency_errors"], result["error_rows"]) == (1, 2, 3)
+    assert [(c.scope, c.table, c.object_id, c.allocation_errors, c.consistency_errors)
+            for c in result["object_counts"]] == [("no single object", None, None, 1, 0),
+                                                  ("table", "dbo.Order Details", 5, 0, 2)]
+    assert result["count_notes"] == [] and result["verdict"] is Verdict.FAIL
+
+
+def test_a_breakdown_that_does_not_add_up_is_reported_beside_the_total():
+    rows = [row(8928, 16, "a", obj=5, index=1, file=1, page=9), row(8939, 16, "b", obj=5, index=1, file=1, page=9),
+            row(8990, 10, "CHECKDB found 0 allocation errors and 1 consistency errors in table 't' (object ID 5).",
+                obj=5),
+            row(8989, 10, "CHECKDB found 0 allocation errors and 2 consistency errors in database 'S'.")]
+    result = evaluate(rows)
+    assert (result["allocation_errors"], result["consistency_errors"]) == (0, 2)
+    assert result["count_notes"] == ["the 8990 per-table and 8954 rows add up to 0 allocation and 1 consistency "
+                                     "error(s); the 8989 summary says 0 and 2"]
+
+
+def test_more_rows_than_the_summary_counts_keeps_the_summary_and_says_so():
+    case = local_case("mssql2019_summary_1_2_with_four_error_rows")
+    result = mssql.evaluate(mssql.rows_to_dicts(case["columns"], case["rows"]))
+    assert (result["allocation_errors"], result["consistency_errors"], result["error_rows"]) == (1, 2, 4)
+    assert result["count_notes"] == ["the 8989 summary counts 1 allocation and 2 consistency error(s) (3 in all) but "
+                                     "4 error rows were returned, 1 of them at severity 20 or more (824)"]
+    assert result["verdict"] is Verdict.FAIL
+
+
+def test_summary_text_not_understood_never_passes():
+    german = row(8989, 10, "CHECKDB hat 0 Zuordnungsfehler und 0 Konsistenzfehler in der StagingDB-Datenbank gefunden.")
+    result = evaluate([german])
+    assert result["verdict"] is Verdict.ERROR and "us_english" in result["error"]
+    assert "not understood" in result["count_notes"][0]
+    result = evaluate([row(8928, 16, "Page (1:9) could not be processed.", obj=5, index=1, file=1, page=9), german])
+    assert result["verdict"] is Verdict.FAIL and result["error_rows"] == 1 and "not understood" in result["count_notes"][0]
+
+
+@pytest.mark.parametrize("columns", [
+    COLS[:-1],                                                     # Allocation missing
+    COLS + ["Extra"],                                              # an unknown column
+    ["ParentObject", "Object", "Field", "VALUE"],                  # DBCC DBINFO's shape
+    ["Error", "MessageText"],                                      # a look-alike with an Error column
+    [c for c in COLS if c not in ("DbFragId",)],                   # neither layout
+])
+def test_columns_of_another_shape_are_refused(columns):
+    with pytest.raises(mssql.UnexpectedColumns, match="not a DBCC CHECKDB TABLERESULTS result set"):
+        mssql.rows_to_dicts(columns, [[0] * len(columns)])
+
+
+def test_non_integer_error_or_width_mismatch_is_refused():
+    bad = row(8989, 10, "x")
+    bad[0] = "eight"
+    with pytest.raises(mssql.UnexpectedColumns, match="non-integer"):
+        mssql.rows_to_dicts(COLS, [bad])
+    with pytest.raises(mssql.UnexpectedColumns, match="22 values for 23 columns"):
+        mssql.rows_to_dicts(COLS, [SUMMARY_0[:-1]])
+
+
+def test_a_result_set_of_another_shape_makes_the_check_error():
+    hook = ReplayHook([
+        ("SELECT DB_NAME()", [(["name"], [("S",)])]),
+        ("DBCC CHECKDB", [(COLS, [SUMMARY_0]), (["Error", "Text"], [(8928, "Page (1:9) could not be processed.")])]),
+        ("DBCC DBINFO", []),
+    ])
+    report = mssql.check(hook)
+    assert report.verdict is Verdict.ERROR and report.findings == []
+    assert "not a DBCC CHECKDB TABLERESULTS result set" in report.error and "['Text']" in report.error
+
+
+@pytest.mark.parametrize("name", ["mssql2008_summary_2_1_with_four_error_rows", "mssql2008_summary_clean_but_824",
+                                  "mssql2008_clean_infomsgs"])
+def test_sql_server_2008_rows_through_check(name):
+    """SQL Server 2008 R2 names its columns Id and IndId and returns 18 of them."""
+    c = local_case(name)
+    assert "Id" in c["columns"] and "ObjectId" not in c["columns"] and len(c["columns"]) == 18
+    hook = ReplayHook([("SELECT DB_NAME()", [(["name"], [("StagingDB",)])]),
+                       ("DBCC CHECKDB", [(c["columns"], c["rows"])]), ("DBCC DBINFO", OSError("no sysadmin"))])
+    report = mssql.check(hook, mode="physical_only" if "PHYSICAL_ONLY" in c["options"] else "full")
+    exp = c["expected"]
+    assert report.verdict.value == exp["verdict"], report.render()
+    assert (report.allocation_errors, report.consistency_errors, report.error_rows) == \
+        (exp["allocation_errors"], exp["consistency_errors"], exp["error_rows"])
+    assert report.counts_reconcile is exp["counts_reconcile"]
+    text = report.render()
+    if not exp["counts_reconcile"]:
+        assert "figures do not reconcile" in report.summary()
+        assert all(f"counts disagree: {n}" in text for n in report.count_notes)
+    out = report.to_dict()
+    json.dumps(out)
+    assert out["counts_reconcile"] is exp["counts_reconcile"] and out["error_rows"] == exp["error_rows"]
+
+
+def test_history_row_carries_sql_servers_counts():
+    from washline.integrity import history
+
+    c = local_case("mssql2008_summary_2_1_with_four_error_rows")
+    report = mssql.report_from_records(mssql.rows_to_dicts(c["columns"], c["rows"]), database="StagingDB",
+                                       mode="full", command="DBCC CHECKDB", started=mssql.utcnow(), options=[],
+                                       coverage=[])
+    values = dict(zip(history.COLUMNS, history.row_values(report, "mssql")))
+    assert (values["allocation_errors"], values["consistency_errors"], values["findings"]) == (2, 1, 4)

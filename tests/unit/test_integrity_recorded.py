@@ -1,5 +1,7 @@
 """Every recorded SQL Server / Oracle output in ../shared/cases/integrity/*.json
-goes through the real parsing code and must reach the recorded verdict and figures."""
+and tests/unit/integrity_cases/*.json (recorded-style outputs written for these
+tests: SQL Server 2008 R2 and 2019 layouts) goes through the real parsing code and must reach the
+recorded verdict and figures."""
 
 from __future__ import annotations
 
@@ -13,8 +15,14 @@ from washline.integrity import mssql, oracle
 from washline.integrity.report import Verdict
 
 CASES = Path(__file__).resolve().parents[3] / "shared" / "cases" / "integrity"
-FILES = sorted(CASES.glob("*.json")) if CASES.is_dir() else []
+LOCAL = Path(__file__).resolve().parent / "integrity_cases"
+FILES = (sorted(CASES.glob("*.json")) if CASES.is_dir() else []) + sorted(LOCAL.glob("mssql*.json"))
 STARTED = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def _oracle(findings, blocks=0, error=None):
+    return oracle.report_from(findings, blocks, database="db", mode="full", command="", started=STARTED,
+                              coverage=[], error=error)
 
 
 def report_for(case: dict):
@@ -24,19 +32,16 @@ def report_for(case: dict):
                                          started=STARTED, options=case["options"], coverage=[])
     if "error" in case:
         verdict, finding, text = oracle.classify_error(case["error"]["code"], case["error"]["message"], "T")
-        if finding is None:
-            return oracle.report_from([], 0, database="db", mode="full", command="", started=STARTED,
-                                      coverage=[], error=text)
-        return oracle.report_from([finding], 0, database="db", mode="full", command="", started=STARTED,
-                                  coverage=[])
+        return _oracle([], error=text) if finding is None else _oracle([finding])
     findings, blocks = oracle.parse_block_corruption(case["columns"], case["rows"])
-    return oracle.report_from(findings, blocks, database="db", mode="full", command="", started=STARTED, coverage=[])
+    return _oracle(findings, blocks)
 
 
 def test_cases_are_present():
+    assert len(list(LOCAL.glob("mssql*.json"))) >= 4
     if not CASES.is_dir():
         pytest.skip("../shared/cases/integrity is not present")
-    assert len(FILES) >= 9
+    assert len(FILES) >= 13
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
@@ -50,6 +55,10 @@ def test_recorded_case(path):
     checks = {
         "allocation_errors": out["allocation_errors"],
         "consistency_errors": out["consistency_errors"],
+        "error_rows": out["error_rows"],
+        "counts_reconcile": out["counts_reconcile"],
+        "object_counts": [[c["scope"], c["object_id"], c["allocation_errors"], c["consistency_errors"]]
+                          for c in out["object_counts"]],
         "min_repair_level": out["minimum_repair_level"],
         "repairable_by_dbcc": out["repairable_by_dbcc"],
         "index_only": out["index_only"],
@@ -62,13 +71,23 @@ def test_recorded_case(path):
     for key, value in expected.items():
         if key == "verdict":
             continue
+        if key == "error_contains":
+            assert value in (out["error"] or ""), report.render()
+            continue
         assert key in checks, f"expected figure {key} is not checked"
         assert checks[key] == value, f"{key}: {checks[key]!r} != {value!r}\n{report.render()}"
+    if out["verdict"] == "ERROR":
+        assert out["error"] and not [f for f in out["findings"] if f["severity"] in ("ERROR", "CRITICAL")]
+    if out["error_rows"] is not None and not out["counts_reconcile"]:
+        assert "do not reconcile" in report.summary() and "counts disagree:" in report.render()
 
 
-@pytest.mark.parametrize("path", [p for p in FILES if json.loads(p.read_text()).get("columns")
-                                  and json.loads(p.read_text())["engine"] == "mssql"],
-                         ids=lambda p: p.stem)
+def _layout_2012(path):
+    case = json.loads(path.read_text())
+    return case["engine"] == "mssql" and "DbFragId" in (case.get("columns") or [])
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if _layout_2012(p)], ids=lambda p: p.stem)
 def test_legacy_layout_without_names_gives_same_result(path):
     """Pre-2012 TABLERESULTS: 18 columns (no DbFragId, RidDbId, RidPruId, RefDbId, RefPruId), by position."""
     case = json.loads(path.read_text())
@@ -82,3 +101,5 @@ def test_legacy_layout_without_names_gives_same_result(path):
         [(f.code, f.location, f.ref_location, f.object_id, f.index_id) for f in new["findings"]]
     assert (old["allocation_errors"], old["consistency_errors"], old["minimum_repair_level"]) == \
         (new["allocation_errors"], new["consistency_errors"], new["minimum_repair_level"])
+    assert (old["error_rows"], old["object_counts"], old["count_notes"]) == \
+        (new["error_rows"], new["object_counts"], new["count_notes"])

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from washline.integrity.report import Finding, IntegrityReport, Verdict
+from washline.integrity.report import Finding, IntegrityReport, ObjectErrorCount, Verdict
 
-__all__ = ["Finding", "IntegrityReport", "Verdict", "run_check", "check_hook", "MODES"]
+__all__ = ["Finding", "IntegrityReport", "ObjectErrorCount", "Verdict", "run_check", "check_hook", "MODES"]
 
 MODES = ("full", "physical_only")
 #: DBCC CHECKDB switches accepted in ``options`` (SQL Server only).

@@ -15,7 +15,19 @@ Verdict rules (the error rows decide, never the 8989 summary alone):
 * 2570 (value out of range for its type) → FAIL, not repairable by DBCC;
 * an index-only finding (index id ≥ 2) without a server repair level
   carries ``REPAIR_REBUILD``;
-* no 8989 summary row, a timeout or a killed session → ERROR.
+* no 8989 summary row, a timeout or a killed session → ERROR;
+* a result set whose columns are not a TABLERESULTS layout → ERROR
+  (:class:`UnexpectedColumns`), never findings read from the wrong columns.
+
+Counts (what a DBA compares with SSMS): ``allocation_errors`` and
+``consistency_errors`` are the numbers of the 8989 row ("CHECKDB found a
+allocation errors and c consistency errors in database 'D'."), unchanged.
+Its breakdown, the 8990 rows ("… in table 'T' (object ID n).") and the 8954
+row ("… not associated with any single object."), goes to
+``object_counts``. When the error rows returned differ in number from the
+8989 total, or the 8990 + 8954 rows do not add up to it, both figures are
+kept and ``count_notes`` says so. The summary texts are read in English
+(the ``us_english`` language of the login).
 
 ``TABLERESULTS`` layouts: SQL Server 2012+ returns 23 columns; older servers
 omit ``DbFragId``, ``RidDbId``, ``RidPruId``, ``RefDbId``, ``RefPruId`` (18
@@ -35,7 +47,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from washline.integrity.report import Finding, IntegrityReport, Verdict, error_report, utcnow
+from washline.integrity.report import Finding, IntegrityReport, ObjectErrorCount, Verdict, error_report, utcnow
 
 COLUMNS_2012 = (
     "Error", "Level", "State", "MessageText", "RepairLevel", "Status", "DbId", "DbFragId", "ObjectId",
@@ -47,7 +59,8 @@ COLUMNS_LEGACY = tuple(c for c in COLUMNS_2012 if c not in ("DbFragId", "RidDbId
 ALIASES = {"id": "objectid", "indid": "indexid"}
 
 SUMMARY_DB = 8989       # CHECKDB found a allocation errors and c consistency errors in database …
-SUMMARY_TABLE = 8990    # … in table …
+SUMMARY_TABLE = 8990    # … in table 'T' (object ID n).
+SUMMARY_NO_OBJECT = 8954  # … not associated with any single object.
 MIN_REPAIR_MSG = 8958   # <level> is the minimum repair level for the errors found …
 WARNING_ONLY = {2508}   # counts off; DBCC UPDATEUSAGE
 NOT_REPAIRABLE = {2570}  # data purity: update the value
@@ -61,7 +74,8 @@ PRIVILEGE_ERRORS = {
     916: "the login has no access to the database: make it the database's owner "
          "(ALTER AUTHORIZATION ON DATABASE::<database> TO <login>)",
 }
-SUMMARY_RE = re.compile(r"found (\d+) allocation errors and (\d+) consistency errors", re.I)
+SUMMARY_RE = re.compile(r"^\s*CHECKDB found (\d+) allocation errors and (\d+) consistency errors", re.I)
+TABLE_RE = re.compile(r"in table '(.*)' \(object ID (-?\d+)\)\.?\s*$", re.I | re.S)
 REPAIR_RE = re.compile(r"(repair_\w+) is the minimum repair level", re.I)
 
 COVERAGE = {
@@ -152,32 +166,69 @@ def build_command(database: str, options: CheckDbOptions) -> str:
     return f"DBCC CHECKDB ({target}) WITH {', '.join(options.with_items())}"
 
 
+class UnexpectedColumns(ValueError):
+    """A result set that is not a ``DBCC CHECKDB … WITH TABLERESULTS`` layout (verdict ERROR)."""
+
+
+_LAYOUTS = {frozenset(c.lower() for c in COLUMNS_2012): "SQL Server 2012 and later (23 columns)",
+            frozenset(c.lower() for c in COLUMNS_LEGACY): "SQL Server 2005 to 2008 R2 (18 columns)"}
+
+
+def _check_layout(names: list[str], columns: Sequence[str]) -> None:
+    if len(set(names)) == len(names) and frozenset(names) in _LAYOUTS:
+        return
+    nearest = min(_LAYOUTS, key=lambda lay: len(lay ^ set(names)))
+    unknown = [c for c, n in zip(columns, names) if n not in nearest]
+    missing = sorted(nearest - set(names))
+    raise UnexpectedColumns(
+        f"not a DBCC CHECKDB TABLERESULTS result set: columns {list(columns)}"
+        + (f"; unexpected {unknown}" if unknown else "") + (f"; missing {missing}" if missing else "")
+        + "; expected the layout of SQL Server 2012 and later (23 columns) or 2005 to 2008 R2 (18 columns, "
+          "Id/IndId); nothing was read from it")
+
+
+def _integer(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, str) and value.strip().lstrip("-").isdigit()
+
+
 def rows_to_dicts(columns: Sequence[str] | None, rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
     """Map TABLERESULTS rows to dicts keyed by lower-case 2012 column names.
 
     Args:
         columns: column names from ``cursor.description`` (either layout, any
-            case), or None to infer the layout from the row width (23 or 18).
+            case, any order; ``Id`` / ``IndId`` are read as ``ObjectId`` /
+            ``IndexId``), or None to infer the layout from the row width (23 or 18).
 
     Raises:
-        ValueError: unknown width without names, or no ``Error`` column.
+        UnexpectedColumns: the names are not exactly one of the two layouts,
+            a row's width does not match, or a row's ``Error`` / ``Level`` is
+            not an integer.
     """
     out = []
     names = None
     if columns is not None:
-        names = [ALIASES.get(c.lower(), c.lower()) for c in columns]
-        if "error" not in names:
-            raise ValueError(f"not a DBCC TABLERESULTS result set: columns {list(columns)}")
+        names = [ALIASES.get(str(c).lower(), str(c).lower()) for c in columns]
+        _check_layout(names, columns)
     for row in rows:
         row = list(row)
         if names is None:
             layout = {23: COLUMNS_2012, 18: COLUMNS_LEGACY}.get(len(row))
             if layout is None:
-                raise ValueError(f"DBCC TABLERESULTS row has {len(row)} columns; expected 23 or 18")
+                raise UnexpectedColumns(f"DBCC TABLERESULTS row has {len(row)} columns; expected 23 or 18")
             keys = [c.lower() for c in layout]
         else:
             keys = names
-        out.append(dict(zip(keys, row)))
+            if len(row) != len(keys):
+                raise UnexpectedColumns(f"DBCC TABLERESULTS row has {len(row)} values for {len(keys)} columns")
+        rec = dict(zip(keys, row))
+        if not (_integer(rec["error"]) and _integer(rec["level"])):
+            raise UnexpectedColumns(f"DBCC TABLERESULTS row with a non-integer Error/Level "
+                                    f"({rec['error']!r}, {rec['level']!r}): {row[:4]}")
+        out.append(rec)
     return out
 
 
@@ -197,31 +248,89 @@ def _repair(value: Any) -> str | None:
     return text if text.startswith("REPAIR_") else None
 
 
+def _counts(text: str) -> tuple[int, int] | None:
+    m = SUMMARY_RE.search(text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def reconcile(summary: tuple[int, int] | None, summary_text: str | None, breakdown: list[ObjectErrorCount],
+              findings: list[Finding]) -> list[str]:
+    """The ways SQL Server's summary rows and the error rows disagree, in words (empty: they reconcile).
+
+    Compared: the 8989 total with the number of error rows returned, and the
+    8989 allocation / consistency figures with the sums of the 8990 and 8954
+    rows. Each note gives both figures.
+    """
+    errors = [f for f in findings if f.severity in ("ERROR", "CRITICAL")]
+    notes = []
+    if summary is None:
+        if summary_text is None:
+            notes.append(f"no 8989 summary row: SQL Server gave no totals; {_plural(len(errors), 'error row')} "
+                         "returned")
+        else:
+            notes.append(f"the 8989 summary text was not understood ({summary_text!r}); SQL Server's totals "
+                         f"are unknown; {_plural(len(errors), 'error row')} returned")
+        return notes
+    allocation, consistency = summary
+    if len(errors) != allocation + consistency:
+        severe = [f.code for f in errors if f.severity == "CRITICAL"]
+        note = (f"the 8989 summary counts {allocation} allocation and {consistency} consistency error(s) "
+                f"({allocation + consistency} in all) but {_plural(len(errors), 'error row')} "
+                f"{'was' if len(errors) == 1 else 'were'} returned")
+        if severe:
+            note += f", {len(severe)} of them at severity 20 or more ({', '.join(sorted(set(severe)))})"
+        notes.append(note)
+    parts = sum(c.allocation_errors for c in breakdown), sum(c.consistency_errors for c in breakdown)
+    if parts != (allocation, consistency) and (breakdown or allocation or consistency):
+        notes.append(f"the 8990 per-table and 8954 rows add up to {parts[0]} allocation and {parts[1]} "
+                     f"consistency error(s); the 8989 summary says {allocation} and {consistency}")
+    return notes
+
+
 def evaluate(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Decide verdict, findings and counts from TABLERESULTS records (see module rules).
 
     Returns:
-        dict with ``verdict`` (Verdict), ``findings``, ``allocation_errors``,
-        ``consistency_errors``, ``minimum_repair_level``,
+        dict with ``verdict`` (Verdict), ``findings``, ``allocation_errors``
+        and ``consistency_errors`` (the 8989 row's, 0 without one),
+        ``object_counts`` (8990 and 8954 rows as ObjectErrorCount),
+        ``error_rows``, ``count_notes``, ``minimum_repair_level``,
         ``repairable_by_dbcc`` and ``error`` (text or None).
     """
     findings: list[Finding] = []
     summary: tuple[int, int] | None = None
+    summary_text: str | None = None
+    breakdown: list[ObjectErrorCount] = []
     server_repair: str | None = None
     for rec in records:
         number = _int(rec.get("error"))
         level = _int(rec.get("level"))
         text = str(rec.get("messagetext") or "")
         if number == SUMMARY_DB:
-            m = SUMMARY_RE.search(text)
-            summary = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+            summary_text, summary = text, _counts(text)
             continue
         if number == MIN_REPAIR_MSG:
             m = REPAIR_RE.search(text)
             server_repair = m.group(1).upper() if m else server_repair
             continue
-        if number == SUMMARY_TABLE or level <= 10:
-            continue  # per-table summary and informational rows (2593 row counts, …)
+        if number in (SUMMARY_TABLE, SUMMARY_NO_OBJECT):
+            counts = _counts(text)
+            if counts is None:
+                continue  # not understood: the 8989 comparison says the breakdown is short
+            if number == SUMMARY_TABLE:
+                m = TABLE_RE.search(text)
+                object_id = int(m.group(2)) if m else (_int(rec.get("objectid")) or None)
+                breakdown.append(ObjectErrorCount("table", counts[0], counts[1],
+                                                  table=m.group(1) if m else None, object_id=object_id))
+            else:
+                breakdown.append(ObjectErrorCount("no single object", counts[0], counts[1]))
+            continue
+        if level <= 10:
+            continue  # informational rows (2593 row counts, …)
         index_id = _int(rec.get("indexid"))
         object_id = _int(rec.get("objectid"))
         repair = _repair(rec.get("repairlevel"))
@@ -246,13 +355,14 @@ def evaluate(records: list[dict[str, Any]]) -> dict[str, Any]:
     known = [lv for lv in levels if lv in REPAIR_ORDER]
     minimum = max(known, key=REPAIR_ORDER.index) if known else (levels[0] if levels else None)
     allocation, consistency = summary or (0, 0)
-    if len(errors) > allocation + consistency:
-        consistency = len(errors) - allocation  # rows the summary did not count (e.g. 824)
     error = None
-    if summary is None:
+    if summary_text is None:
         verdict, error = Verdict.ERROR, "no 8989 summary row: DBCC CHECKDB did not finish"
     elif errors:
         verdict = Verdict.FAIL
+    elif summary is None:
+        verdict, error = Verdict.ERROR, ("the 8989 summary text was not understood (is the login's language "
+                                         "us_english?); without error rows the result cannot be read as clean")
     elif findings:
         verdict = Verdict.WARN
     elif allocation or consistency:
@@ -261,8 +371,9 @@ def evaluate(records: list[dict[str, Any]]) -> dict[str, Any]:
         verdict = Verdict.PASS
     repairable = False if any(f.repairable is False for f in findings) else (True if minimum else None)
     return {"verdict": verdict, "findings": findings, "allocation_errors": allocation,
-            "consistency_errors": consistency, "minimum_repair_level": minimum,
-            "repairable_by_dbcc": repairable, "error": error}
+            "consistency_errors": consistency, "object_counts": breakdown, "error_rows": len(errors),
+            "count_notes": reconcile(summary, summary_text, breakdown, findings),
+            "minimum_repair_level": minimum, "repairable_by_dbcc": repairable, "error": error}
 
 
 def parse_dbinfo(columns: Sequence[str] | None, rows: Iterable[Sequence[Any]]) -> str | None:
@@ -294,6 +405,7 @@ def report_from_records(records: list[dict[str, Any]], *, database: str, mode: s
         allocation_errors=result["allocation_errors"], consistency_errors=result["consistency_errors"],
         minimum_repair_level=result["minimum_repair_level"], repairable_by_dbcc=result["repairable_by_dbcc"],
         coverage=coverage, error=result["error"], last_known_good=last_known_good, options=options,
+        error_rows=result["error_rows"], object_counts=result["object_counts"], count_notes=result["count_notes"],
     )
 
 
@@ -368,6 +480,10 @@ def check(hook: Any, mode: str = "full", options: CheckDbOptions | None = None,
     except Exception as exc:
         return error_report("mssql", database, mode, command, started, describe_error(exc),
                             options=opts.with_items(), coverage=opts.coverage())
-    records = [r for cols, rows in sets if any(c.lower() == "error" for c in cols) for r in rows_to_dicts(cols, rows)]
+    try:
+        records = [r for cols, rows in sets for r in rows_to_dicts(cols, rows)]
+    except UnexpectedColumns as exc:
+        return error_report("mssql", database, mode, command, started, str(exc),
+                            options=opts.with_items(), coverage=opts.coverage())
     return report_from_records(records, database=database, mode=mode, command=command, started=started,
                                options=opts.with_items(), coverage=opts.coverage(), last_known_good=last_good)

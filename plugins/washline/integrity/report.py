@@ -70,6 +70,27 @@ class Finding:
 
 
 @dataclass
+class ObjectErrorCount:
+    """One of SQL Server's own count rows below the 8989 database total.
+
+    Attributes:
+        scope: ``"table"`` (8990: "CHECKDB found a allocation errors and c
+            consistency errors in table 'T' (object ID n).") or
+            ``"no single object"`` (8954: "… not associated with any single
+            object.").
+        table: the table name as SQL Server printed it (8990), else None.
+        object_id: the table's object id (8990), else None.
+        allocation_errors / consistency_errors: the numbers SQL Server printed.
+    """
+
+    scope: str
+    allocation_errors: int
+    consistency_errors: int
+    table: str | None = None
+    object_id: int | None = None
+
+
+@dataclass
 class IntegrityReport:
     """Result of one integrity check of one database.
 
@@ -104,6 +125,9 @@ class IntegrityReport:
     last_known_good: str | None = None
     corrupt_blocks: int = 0
     options: list[str] = field(default_factory=list)
+    error_rows: int | None = None
+    object_counts: list[ObjectErrorCount] = field(default_factory=list)
+    count_notes: list[str] = field(default_factory=list)
 
     @property
     def duration_s(self) -> float:
@@ -126,6 +150,11 @@ class IntegrityReport:
         return seen
 
     @property
+    def counts_reconcile(self) -> bool:
+        """True when the engine's summary, its breakdown and the error rows agree (no ``count_notes``)."""
+        return not self.count_notes
+
+    @property
     def index_only(self) -> bool:
         """True when every corruption finding is in a nonclustered index (SQL Server index id ≥ 2)."""
         bad = [f for f in self.findings if f.severity in ("ERROR", "CRITICAL")]
@@ -134,8 +163,8 @@ class IntegrityReport:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (enums as names, datetimes as ISO-8601 UTC).
 
-        Keys: every field, plus ``duration_s``, ``severity``, ``pages`` and
-        ``index_only``.
+        Keys: every field, plus ``duration_s``, ``severity``, ``pages``,
+        ``index_only`` and ``counts_reconcile``.
         """
         out = asdict(self)
         out["verdict"] = self.verdict.value
@@ -145,6 +174,7 @@ class IntegrityReport:
         out["severity"] = self.severity
         out["pages"] = self.pages
         out["index_only"] = self.index_only
+        out["counts_reconcile"] = self.counts_reconcile
         return out
 
     def summary(self) -> str:
@@ -154,6 +184,8 @@ class IntegrityReport:
             f"({len(self.findings)} finding(s), {self.allocation_errors} allocation / "
             f"{self.consistency_errors} consistency error(s), {self.duration_s:.2f} s)"
         )
+        if self.count_notes:
+            text += f", figures do not reconcile ({len(self.count_notes)} note(s) in the report)"
         if self.minimum_repair_level:
             text += f", minimum repair {self.minimum_repair_level}"
         if self.repairable_by_dbcc is False:
@@ -171,6 +203,15 @@ class IntegrityReport:
             lines.append(f"  last known good: {self.last_known_good}")
         if self.coverage:
             lines.append(f"  not checked in this mode: {'; '.join(self.coverage)}")
+        for c in self.object_counts:
+            where = (f"table '{c.table}' (object ID {c.object_id})" if c.scope == "table"
+                     else "not associated with any single object")
+            lines.append(f"  server count {where}: {c.allocation_errors} allocation / "
+                         f"{c.consistency_errors} consistency error(s)")
+        if self.error_rows is not None:
+            lines.append(f"  error rows returned: {self.error_rows}")
+        for note in self.count_notes:
+            lines.append(f"  counts disagree: {note}")
         for f in self.findings[:max_findings]:
             where = " ".join(x for x in (f.obj and f"object={f.obj}", f.index and f"index={f.index}",
                                          f.location and f"at={f.location}") if x)
