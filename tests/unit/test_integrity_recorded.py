@@ -1,6 +1,7 @@
 """Every recorded SQL Server / Oracle output in ../shared/cases/integrity/*.json
 and tests/unit/integrity_cases/*.json (recorded-style outputs written for these
-tests: SQL Server 2008 R2 and 2019 layouts) goes through the real parsing code and must reach the
+tests: SQL Server 2008 R2 and 2019 layouts, Oracle Health Monitor runs, results
+of unexpected shape) goes through the real parsing code and must reach the
 recorded verdict and figures."""
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from washline.integrity import mssql, oracle
+from washline.integrity import mssql, oracle, oracle_hm
 from washline.integrity.report import Verdict
 
 CASES = Path(__file__).resolve().parents[3] / "shared" / "cases" / "integrity"
 LOCAL = Path(__file__).resolve().parent / "integrity_cases"
-FILES = (sorted(CASES.glob("*.json")) if CASES.is_dir() else []) + sorted(LOCAL.glob("mssql*.json"))
+FILES = (sorted(CASES.glob("*.json")) if CASES.is_dir() else []) + sorted(LOCAL.glob("*.json"))
 STARTED = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -30,18 +31,33 @@ def report_for(case: dict):
         records = mssql.rows_to_dicts(case["columns"], case["rows"])
         return mssql.report_from_records(records, database="db", mode="full", command="DBCC CHECKDB",
                                          started=STARTED, options=case["options"], coverage=[])
+    if "health_monitor" in case:
+        hm = case["health_monitor"]
+        name = oracle_hm.run_name(hm["check"], STARTED, "0000")
+        try:
+            if "error" in hm:
+                raise oracle_hm.HealthMonitorError(oracle_hm.describe_error(hm["error"]["message"],
+                                                                            hm["error"]["stage"]))
+            oracle_hm.parse_run(hm["run"]["columns"], hm["run"]["rows"], name, hm["check"])
+            findings = oracle_hm.parse_findings(hm["findings"]["columns"], hm["findings"]["rows"], hm["check"], name)
+        except (oracle_hm.HealthMonitorError, oracle_hm.UnexpectedResult) as exc:
+            return _oracle([], error=str(exc))
+        return _oracle(findings)
     if "error" in case:
         verdict, finding, text = oracle.classify_error(case["error"]["code"], case["error"]["message"], "T")
         return _oracle([], error=text) if finding is None else _oracle([finding])
-    findings, blocks = oracle.parse_block_corruption(case["columns"], case["rows"])
+    try:
+        findings, blocks = oracle.parse_block_corruption(case["columns"], case["rows"])
+    except oracle.UnexpectedResult as exc:
+        return _oracle([], error=str(exc))
     return _oracle(findings, blocks)
 
 
 def test_cases_are_present():
-    assert len(list(LOCAL.glob("mssql*.json"))) >= 4
+    assert len(list(LOCAL.glob("*.json"))) >= 13
     if not CASES.is_dir():
         pytest.skip("../shared/cases/integrity is not present")
-    assert len(FILES) >= 13
+    assert len(FILES) >= 22
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])

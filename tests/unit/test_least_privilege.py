@@ -34,6 +34,9 @@ ORACLE_GRANTS = {
     "GRANT CREATE TABLE TO washline",
     "GRANT CREATE VIEW TO washline",
     "GRANT SELECT ON SYS.V_$DATABASE_BLOCK_CORRUPTION TO washline",
+    "GRANT EXECUTE ON SYS.DBMS_HM TO washline",
+    "GRANT SELECT ON SYS.V_$HM_RUN TO washline",
+    "GRANT SELECT ON SYS.V_$HM_FINDING TO washline",
 }
 BROAD = re.compile(r"\b(ANY|DBA|RESOURCE|CONNECT|SYSDBA|SYSADMIN|SELECT_CATALOG_ROLE|CONTROL\s+SERVER|"
                    r"ALTER\s+SERVER\s+ROLE|sp_addsrvrolemember|sp_addrolemember|securityadmin|serveradmin)\b", re.I)

@@ -18,6 +18,11 @@
 #   SELECT ON SYS.V_$DATABASE_BLOCK_CORRUPTION
 #                                  check_integrity reads the corrupt-block view;
 #                                  the narrow grant instead of SELECT_CATALOG_ROLE
+#   EXECUTE ON SYS.DBMS_HM         check_integrity runs the Health Monitor checks
+#                                  (DB Structure, Dictionary, Data Block Integrity);
+#                                  the package runs with its owner's rights
+#   SELECT ON SYS.V_$HM_RUN, SYS.V_$HM_FINDING
+#                                  check_integrity reads each run's status and findings
 set -euo pipefail
 : "${ORACLE_APP_PASSWORD:?ORACLE_APP_PASSWORD is not set}"
 PDB=FREEPDB1  # the service name of the washline connection
@@ -30,6 +35,9 @@ GRANT CREATE SESSION TO washline;
 GRANT CREATE TABLE TO washline;
 GRANT CREATE VIEW TO washline;
 GRANT SELECT ON SYS.V_\$DATABASE_BLOCK_CORRUPTION TO washline;
+GRANT EXECUTE ON SYS.DBMS_HM TO washline;
+GRANT SELECT ON SYS.V_\$HM_RUN TO washline;
+GRANT SELECT ON SYS.V_\$HM_FINDING TO washline;
 EXIT
 SQL
 echo "washline: user washline created in ${PDB}"
