@@ -74,8 +74,24 @@ def test_error_rows_decide_not_the_summary():
                                      "but 1 error row was returned, 1 of them at severity 20 or more (824)"]
 
 
+def test_no_rows_at_all_is_a_clean_database_under_no_infomsgs():
+    # NO_INFOMSGS suppresses every severity-10 message, the 0/0 8989 row included
+    result = evaluate([])
+    assert result["verdict"] is Verdict.PASS and result["error"] is None
+    assert (result["allocation_errors"], result["consistency_errors"], result["count_notes"]) == (0, 0, [])
+
+
+def test_clean_check_returns_no_result_set_and_passes():
+    hook = ReplayHook([("SELECT DB_NAME()", [(["name"], [("StagingDB",)])]),
+                       ("DBCC CHECKDB", []),  # a completed statement with no result set at all
+                       ("DBCC DBINFO", [(["ParentObject", "Object", "Field", "VALUE"],
+                                         [("DBINFO", "x", "dbi_dbccLastKnownGood", "2025-01-01 02:13:07.450")])])])
+    report = mssql.check(hook, mode="physical_only")
+    assert report.verdict is Verdict.PASS and report.error is None and report.findings == []
+    assert "NO_INFOMSGS" in report.command and report.last_known_good == "2025-01-01T02:13:07.450"
+
+
 def test_missing_summary_is_error_even_with_clean_rows():
-    assert evaluate([])["verdict"] is Verdict.ERROR
     result = evaluate([row(2593, 10, "There are 9 rows in 1 pages for object \"t\".", obj=5, index=1)])
     assert result["verdict"] is Verdict.ERROR and "8989" in result["error"]
 

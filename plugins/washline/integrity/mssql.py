@@ -15,7 +15,13 @@ Verdict rules (the error rows decide, never the 8989 summary alone):
 * 2570 (value out of range for its type) → FAIL, not repairable by DBCC;
 * an index-only finding (index id ≥ 2) without a server repair level
   carries ``REPAIR_REBUILD``;
-* no 8989 summary row, a timeout or a killed session → ERROR;
+* no row at all from a statement that completed → PASS: ``NO_INFOMSGS``
+  suppresses every severity-10 message, and on a clean database that
+  includes the 8989 "found 0 allocation errors and 0 consistency errors"
+  row, so SQL Server returns nothing (a timeout or a killed session raises
+  instead, and is ERROR);
+* rows but no 8989 summary row (the output stopped short), a timeout or a
+  killed session → ERROR;
 * a result set whose columns are not a TABLERESULTS layout → ERROR
   (:class:`UnexpectedColumns`), never findings read from the wrong columns.
 
@@ -356,7 +362,9 @@ def evaluate(records: list[dict[str, Any]]) -> dict[str, Any]:
     minimum = max(known, key=REPAIR_ORDER.index) if known else (levels[0] if levels else None)
     allocation, consistency = summary or (0, 0)
     error = None
-    if summary_text is None:
+    if not records:
+        verdict = Verdict.PASS  # NO_INFOMSGS: a clean database returns no row, not even 8989
+    elif summary_text is None:
         verdict, error = Verdict.ERROR, "no 8989 summary row: DBCC CHECKDB did not finish"
     elif errors:
         verdict = Verdict.FAIL
@@ -372,7 +380,7 @@ def evaluate(records: list[dict[str, Any]]) -> dict[str, Any]:
     repairable = False if any(f.repairable is False for f in findings) else (True if minimum else None)
     return {"verdict": verdict, "findings": findings, "allocation_errors": allocation,
             "consistency_errors": consistency, "object_counts": breakdown, "error_rows": len(errors),
-            "count_notes": reconcile(summary, summary_text, breakdown, findings),
+            "count_notes": reconcile(summary, summary_text, breakdown, findings) if records else [],
             "minimum_repair_level": minimum, "repairable_by_dbcc": repairable, "error": error}
 
 
