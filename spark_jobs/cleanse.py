@@ -428,7 +428,9 @@ def merge_multiline_records(numbered, files_info: dict[str, dict[str, Any]], spe
     ``\n`` (a CRLF inside a field becomes LF). A quoted field that is never
     closed makes one record from its line to the end of the file, which
     from_csv then marks corrupt: it is quarantined as ``malformed`` with its
-    first line number and raw text, never dropped.
+    first line number and raw text, never dropped; its detail names the
+    last line it took, so the records swallowed after the open quote are
+    visible (the raw text keeps only the first ``RAW_MAX_CHARS``).
 
     Args:
         numbered: (source_file, line_number, value) physical lines, as from
@@ -438,7 +440,8 @@ def merge_multiline_records(numbered, files_info: dict[str, dict[str, Any]], spe
 
     Returns:
         ``(records, files_info, cached)``: DataFrame (source_file,
-        line_number = the record's first line, value = its text, persisted),
+        line_number = the record's first line, last_line = its last
+        physical line, value = its text, persisted),
         the per-file record counts, and ``records`` again to unpersist.
 
     Each file's lines are ordered in one window partition (one task per file).
@@ -462,10 +465,12 @@ def merge_multiline_records(numbered, files_info: dict[str, dict[str, Any]], spe
     )
     records = (
         grouped.groupBy("source_file", "_record")
-        .agg(F.array_sort(F.collect_list(F.struct("line_number", "value"))).alias("_lines"))
+        .agg(F.array_sort(F.collect_list(F.struct("line_number", "value"))).alias("_lines"),
+             F.max("line_number").alias("last_line"))
         .select(
             "source_file",
             F.col("_record").alias("line_number"),
+            "last_line",
             F.array_join(F.transform("_lines", lambda x: x["value"]), "\n").alias("value"),
         )
         .persist(StorageLevel.MEMORY_AND_DISK)
@@ -506,6 +511,8 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
     if spec.multiline:
         numbered, files_info, records = merge_multiline_records(numbered, files_info, spec)
         cached.append(records)
+    else:
+        numbered = numbered.withColumn("last_line", F.col("line_number"))
 
     # -- headers and row accounting (from the per-split table; no extra pass) ---------
     bad_headers: dict[str, str] = {}
@@ -554,7 +561,7 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
         ddl = ", ".join(fields_ddl) + f", `{CORRUPT}` STRING"
         part = rows if len(groups) == 1 else rows.filter(F.col("source_file").isin(group_files))
         part = part.withColumn("_r", F.from_csv(F.col("value"), ddl, options)).select(
-            "source_file", "line_number", "value", *[F.col("_r").getField(n).alias(n) for n in names],
+            "source_file", "line_number", "last_line", "value", *[F.col("_r").getField(n).alias(n) for n in names],
             F.col("_r").getField(CORRUPT).alias(CORRUPT), F.lit(len(layout)).alias("_n_fields"),
         )
         parsed = part if parsed is None else parsed.unionByName(part)
@@ -593,12 +600,15 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
         .when(too_long, F.lit("field_too_long"))
         .when(record_id.isNull(), F.lit("missing_record_id"))
     )
+    last_line = F.col("last_line")
     detail = (
         F.when(bad_file, header_detail)
-        .when(corrupt & (quotes % 2 == 1), F.lit(
-            "unbalanced quote: the quoted field is never closed (the record runs to the end of the file)"
+        .when(corrupt & (quotes % 2 == 1), F.format_string(
+            "unbalanced quote: the quoted field is never closed, so this one record runs from line %d to the "
+            "end of the file (line %d, %d physical lines; every record after the open quote is in it)",
+            F.col("line_number"), last_line, last_line - F.col("line_number") + 1)
             if spec.multiline else
-            "unbalanced quote (a quoted field spanning lines needs csv: {multiline: true} for the source)"))
+            F.lit("unbalanced quote (a quoted field spanning lines needs csv: {multiline: true} for the source)"))
         .when(
             corrupt & (quotes == 0),
             F.format_string("expected %d fields, found %d", n_fields, fields),
@@ -609,6 +619,10 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
         .when(too_long, F.format_string(f"a field of %d characters (limit {C.MAX_FIELD_CHARS})", longest))
         .when(record_id.isNull(), F.lit(f"{spec.record_id} is empty"))
     )
+    if spec.multiline:  # a quarantined record of several lines says which lines it took
+        spans = (last_line > F.col("line_number")) & ~(corrupt & (quotes % 2 == 1))
+        detail = F.when(spans & detail.isNotNull(), F.format_string(
+            "%s (a record on lines %d-%d)", detail, F.col("line_number"), last_line)).otherwise(detail)
     rows = parsed.select(
         F.lit(ds).alias("ds"),
         F.lit(spec.name).alias("source"),

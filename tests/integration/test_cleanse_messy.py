@@ -220,7 +220,9 @@ def test_multiline_records_are_one_row_numbered_by_their_first_line(tmp_path, sp
     """A CRM export (LF and CRLF files) whose notes hold line breaks, a blank
     line and doubled quotes inside quotes: each record is one curated row with
     the line number of its first line; a field left open at the end of the
-    file is one quarantined record (malformed), never dropped."""
+    file is one quarantined record (malformed), never dropped, whose detail
+    names the lines it swallowed; a quarantined record of several lines says
+    which lines it took."""
     day = tmp_path / "landing" / "crm" / DS
     day.mkdir(parents=True)
     lf = [
@@ -234,11 +236,12 @@ def test_multiline_records_are_one_row_numbered_by_their_first_line(tmp_path, sp
         'c6,fay lu,"never closed\nc7,gus,x,perth',         # 12-13: runs to the end of the file
     ]
     (day / "lf.csv").write_text("\n".join(lf) + "\n", encoding="utf-8")
-    crlf = ["id,name,notes,city", 'c8,hal,"two\r\nlines",perth', "c9,ivy,one,perth"]  # 2-3, 4
+    crlf = ["id,name,notes,city", 'c8,hal,"two\r\nlines",perth', "c9,ivy,one,perth",  # 2-3, 4
+            'c10,jo,"five\r\nsix",perth,extra']  # 5-6: a field too many
     (day / "crlf.csv").write_bytes("\r\n".join(crlf).encode() + b"\r\n")
     out = tmp_path / "out"
     m = run(job, spark, tmp_path / "landing", out, "--sources-config", str(_crm_config(tmp_path)))
-    assert (m["rows_in"], m["rows_curated"], m["rows_quarantined"], m["blank_lines_skipped"]) == (8, 7, 1, 1)
+    assert (m["rows_in"], m["rows_curated"], m["rows_quarantined"], m["blank_lines_skipped"]) == (9, 7, 2, 1)
     cur = curated(spark, out)
     assert {k: (Path(r["source_file"]).name, r["line_number"]) for k, r in cur.items()} == {
         "c1": ("lf.csv", 2), "c2": ("lf.csv", 3), "c3": ("lf.csv", 5), "c4": ("lf.csv", 8),
@@ -248,10 +251,14 @@ def test_multiline_records_are_one_row_numbered_by_their_first_line(tmp_path, sp
     assert cur["c3"]["notes"] == "first line third, with comma" and cur["c3"]["city"] == "DARWIN"
     assert cur["c4"]["notes"] == 'she said "hi" then left'
     assert cur["c8"]["notes"] == "two lines" and cur["c5"]["notes"] is None
-    (q,) = quarantined(spark, out)
+    q, extra = sorted(quarantined(spark, out), key=lambda r: Path(r["source_file"]).name, reverse=True)
     assert (Path(q["source_file"]).name, q["line_number"], q["reason"]) == ("lf.csv", 12, "malformed")
     assert q["raw"] == 'c6,fay lu,"never closed\nc7,gus,x,perth'  # both lines, recoverable
-    assert "never closed" in q["detail"]
+    # c7 on line 13 is a good record swallowed by the open quote: the detail says so
+    assert "never closed, so this one record runs from line 12 to the end of the file (line 13, " \
+           "2 physical lines" in q["detail"]
+    assert (Path(extra["source_file"]).name, extra["line_number"], extra["reason"]) == ("crlf.csv", 5, "column_count")
+    assert extra["detail"] == "expected 4 fields (a record on lines 5-6)"
 
 
 def test_multiline_line_numbers_are_exact_across_file_splits(tmp_path, spark, job):
