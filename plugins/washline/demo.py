@@ -97,6 +97,9 @@ def show_summary(ds: str, as_json: bool = False) -> int:
     payload = json.loads(path.read_text())
     print(json.dumps(payload, indent=2) if as_json else render(payload))
     print(f"\n(summary file: {path})")
+    html = path.with_name("report.html")
+    if html.exists():
+        print(f"(report: {html})")
     return 0 if payload.get("published") else 2
 
 

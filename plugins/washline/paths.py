@@ -7,6 +7,7 @@ Layout under the data root (``$WASHLINE_DATA``, default ``<repo>/data``)::
     lake/quarantine/<ds>/              rejected rows with a reason (Parquet)
     lake/linked/<ds>/links/            link index (Parquet) + metrics.json
     lake/reports/<ds>/run_summary.json the run summary
+    lake/reports/<ds>/report.html      the night's report (+ review.html, gx/<run>/ Data Docs)
     lake/entities/ds=<ds>/             the entity registry's version after <ds>
                                        (members/, entities/, changes/, frequencies/,
                                        _COMPLETE.json, _PUBLISHED.json or _REJECTED.json)
@@ -120,6 +121,13 @@ def run_ds(context: Mapping[str, Any]) -> str:
     return ds
 
 
+def safe_run_id(run_id: str) -> str:
+    """``run_id`` as a folder name: characters other than letters, digits,
+    ``-``, ``_`` and ``.`` become ``_`` (``manual__2025-01-01T00:00:00+00:00``
+    → ``manual__2025-01-01T00_00_00_00_00``)."""
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in run_id)
+
+
 @dataclass(frozen=True)
 class RunPaths:
     """The folders and files of one logical date's run (all absolute)."""
@@ -174,6 +182,10 @@ class RunPaths:
     @property
     def summary(self) -> Path:
         return self.reports / "run_summary.json"
+
+    def data_docs(self, run_id: str) -> Path:
+        """The folder of a run's GX project and Data Docs, ``lake/reports/<ds>/gx/<safe run id>``."""
+        return self.reports / "gx" / safe_run_id(run_id)
 
     @property
     def entities(self) -> Path:

@@ -74,7 +74,9 @@ def build_summary(ds: str, run_id: str, results: dict[str, Any],
         (quarantined / in, 4 decimals; None when no row came in or a count is
         missing), ``clusters``, ``pairwise`` (None without truth; precision,
         recall or F1 None where undefined, see ``hdwm.metrics``), ``checks`` (integrity
-        verdict and finding count, both None when the check did not run),
+        verdict and finding count, both None when the check did not run;
+        ``integrity_report`` and ``expectations``, see :func:`integrity_detail`
+        and :func:`expectation_rows`; ``data_docs``, the index of the run's Data Docs),
         ``registry`` (the night's entity figures, see :func:`registry_summary`;
         None without the registry), ``published`` (bool) and
         ``not_published_because``, ``seconds`` per task.
@@ -137,12 +139,54 @@ def build_summary(ds: str, run_id: str, results: dict[str, Any],
             "integrity_findings": len(integrity.get("findings") or []) if integrity else None,
             "quality": quality.get("status"),
             "data_docs": quality.get("data_docs"),
+            "integrity_report": integrity_detail(integrity),
+            "expectations": expectation_rows(quality),
         },
         "registry": registry_summary(link.get("registry"), (publish or {}).get("rows")),
         "published": publish is not None,
         "not_published_because": reasons if publish is None else [],
         "seconds": seconds,
     }
+
+
+#: integrity findings kept in the summary (the task log and XCom have them all)
+MAX_FINDINGS = 50
+
+
+def _short(value: Any, limit: int = 300) -> Any:
+    """``value`` unchanged when a short scalar, else its text cut to ``limit`` characters."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def integrity_detail(report: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The integrity report for the run report: ``engine, database, mode,
+    verdict, error, duration_s, truncated``, ``findings`` (the first
+    ``MAX_FINDINGS``: ``severity, code, obj, index, location, message``) and
+    ``findings_total``; None when the check did not run."""
+    if not report:
+        return None
+    findings = report.get("findings") or []
+    out = {k: report.get(k) for k in ("engine", "database", "mode", "verdict", "error", "duration_s", "truncated")}
+    out["findings"] = [{k: _short((f or {}).get(k), 1000) for k in ("severity", "code", "obj", "index", "location",
+                                                                     "message")}
+                       for f in findings[:MAX_FINDINGS]]
+    out["findings_total"] = len(findings)
+    return out
+
+
+def expectation_rows(quality: dict[str, Any] | None) -> list[dict[str, Any]] | None:
+    """The GX result per expectation for the run report (``suite, expectation,
+    column, severity, status, unexpected_count, unexpected_percent,
+    element_count, observed_value, exception``; no sample values); None when
+    the check did not run."""
+    if not quality:
+        return None
+    keys = ("suite", "expectation", "column", "severity", "status", "unexpected_count", "unexpected_percent",
+            "element_count", "observed_value", "exception")
+    return [{k: _short(e.get(k)) for k in keys} for e in quality.get("expectations") or []]
 
 
 def registry_summary(registry: dict[str, Any] | None, published_rows: dict[str, Any] | None = None

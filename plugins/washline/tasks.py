@@ -141,10 +141,9 @@ def check_quality(context: Mapping[str, Any], expected_row_count: int,
 
     paths = run_paths(context)
     link_metrics = link_metrics or {}
-    safe_run = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in context["run_id"])
     registry = link_metrics.get("registry") or {}
     summary = validate_slice(
-        staging_conn_id(context), paths.ds, expected_row_count, paths.reports / "gx" / safe_run,
+        staging_conn_id(context), paths.ds, expected_row_count, paths.data_docs(context["run_id"]),
         expected_link_rows=link_metrics.get("references"),
         expected_cluster_rows=link_metrics.get("clusters"),
         schema=staging_schema(context),
@@ -212,8 +211,27 @@ def _mark_rejected(context: Mapping[str, Any], paths: RunPaths, summary: dict[st
     summary["registry_marker"] = str(marker) if marker else "kept the earlier _PUBLISHED.json of the date"
 
 
+def write_html_report(paths: RunPaths, summary: dict[str, Any]) -> None:
+    """Write the night's ``report.html`` and ``review.html`` (see
+    :mod:`washline.report_html`). The pages are a view of the summary: when
+    they cannot be written the error is logged, ``report_html`` in the summary
+    becomes null with ``report_html_error``, and the task's outcome does not change."""
+    from washline.report import write_json_atomic
+    from washline.report_html import write_report
+
+    try:
+        path = write_report(paths, summary)
+        log.info("report: %s (in the Airflow UI: the run's \"Night report\" tab)", path)
+    except Exception as exc:  # noqa: BLE001 - the summary is written; the page is not the verdict
+        log.exception("could not write the HTML report of ds=%s", paths.ds)
+        summary["report_html"] = None
+        summary["report_html_error"] = f"{type(exc).__name__}: {exc}"[:500]
+        write_json_atomic(paths.summary, summary)
+
+
 def report(context: Mapping[str, Any]) -> dict[str, Any]:
-    """Write and log the run summary; fail the task when the date was not published.
+    """Write and log the run summary and the HTML report (``report.html``,
+    ``review.html``); fail the task when the date was not published.
 
     When the date was not published and the registry is in use, writes
     ``lake/entities/ds=<d>/_REJECTED.json`` (see :func:`washline.registry.write_rejected`).
@@ -249,8 +267,10 @@ def report(context: Mapping[str, Any]) -> dict[str, Any]:
     summary = build_summary(paths.ds, context["run_id"], results, errors, cleanse_metrics)
     if not summary["published"]:
         _mark_rejected(context, paths, summary)
+    summary["report_html"] = str(paths.reports / "report.html")
     write_json_atomic(paths.summary, summary)
     log.info("%s\nsummary written to %s", render(summary), paths.summary)
+    write_html_report(paths, summary)
     if not summary["published"]:
         raise AirflowFailException(
             f"ds={paths.ds} was not published: {'; '.join(summary['not_published_because'])}"

@@ -1,0 +1,290 @@
+"""The night's HTML report: ``lake/reports/<ds>/report.html`` (and its review
+page ``review.html``, see :mod:`washline.review`).
+
+Written by the ``report`` task on every run, published or not, from the run
+summary (``run_summary.json``, :mod:`washline.report`) and the files the night
+left in the lake, each read only when the summary says its task succeeded (a
+file left by an earlier run of the date is not this run's):
+
+* ``lake/linked/<ds>/metrics.json``: the HDWM iterations (mu, epsilon, counts, seconds);
+* ``lake/linked/<ds>/clusters/`` (Parquet ``cluster_size``): the cluster size distribution;
+* ``lake/linked/<ds>/pairs/`` (Parquet ``score, iteration, accepted``): the score histogram;
+* ``lake/reports/<d>/run_summary.json`` of the nights up to ``ds``: the 30-night trend.
+
+The page is self-contained: charts are inline SVG drawn by matplotlib
+(:mod:`washline.report_charts`), the style sheet is inline, there is no script
+and no reference to anything outside the reports folder, so it opens from a
+file, offline. Links are relative (``gx/<run>/…/index.html`` for that run's
+Data Docs, ``review.html``, ``run_summary.json``), so they work both from the
+file and through the Airflow plugin (:mod:`washline.web`), which serves the
+reports folder.
+
+    python -m washline.report_html --ds 2025-01-02     # (re)write one night's pages from its files
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+from washline.paths import DS_PATTERN, RunPaths
+
+log = logging.getLogger(__name__)
+
+REPORT_FILE = "report.html"
+TREND_NIGHTS = 30
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+@dataclass
+class NightFiles:
+    """What the night left in the lake, for the report (None = not available,
+    with the reason in ``missing``)."""
+
+    metrics: dict[str, Any] | None = None
+    sizes: dict[int, int] | None = None
+    scores: dict[str, list[float]] | None = None  # {"accepted": [...], "close_calls": [...]}
+    pair_iterations: list[int] = field(default_factory=list)  # iterations the pairs come from
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+def trend_point(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """One night of the trend, from its run summary: ``ds``, ``published``,
+    ``rows_in``, ``new_entities``, ``merges``, ``quarantined_share``, ``f1``
+    (None without truth), ``seconds`` (sum over the tasks that ran; None when none did)."""
+    reg = summary.get("registry") or {}
+    secs = [v for v in (summary.get("seconds") or {}).values() if isinstance(v, (int, float))]
+    return {
+        "ds": summary.get("ds"),
+        "published": bool(summary.get("published")),
+        "rows_in": (summary.get("rows") or {}).get("in"),
+        "new_entities": reg.get("new_entities"),
+        "merges": reg.get("merges"),
+        "quarantined_share": summary.get("quarantined_share"),
+        "f1": (summary.get("pairwise") or {}).get("f1"),
+        "seconds": round(sum(secs), 1) if secs else None,
+    }
+
+
+def load_history(reports_root: Path, summary: Mapping[str, Any], limit: int = TREND_NIGHTS) -> list[dict[str, Any]]:
+    """The trend points of the last ``limit`` nights up to and including the
+    summary's ``ds`` (oldest first), read from ``<reports_root>/<d>/run_summary.json``;
+    the given summary stands for its own night. Unreadable summaries are skipped."""
+    ds = summary["ds"]
+    points = {ds: trend_point(summary)}
+    try:
+        folders = [p for p in reports_root.iterdir() if p.is_dir() and DS_PATTERN.match(p.name) and p.name < ds]
+    except OSError:
+        folders = []
+    for folder in sorted(folders, key=lambda p: p.name, reverse=True):  # newest first
+        if len(points) >= limit:
+            break
+        try:
+            other = json.loads((folder / "run_summary.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(other, dict) and other.get("ds") == folder.name:
+            points[folder.name] = trend_point(other)
+    return [points[d] for d in sorted(points)]
+
+
+def read_parquet_columns(folder: Path, columns: list[str]):
+    """A Spark-written Parquet folder (``part-*.parquet``; ``_SUCCESS`` and
+    hidden files ignored) as a pyarrow Table of ``columns``.
+
+    Raises:
+        OSError / pyarrow.ArrowInvalid: missing folder or unreadable files.
+    """
+    import pyarrow.parquet as pq
+
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder} does not exist")
+    return pq.read_table(folder, columns=columns)
+
+
+def iteration_mus(metrics: Mapping[str, Any] | None) -> dict[int, float]:
+    """Iteration number → its mu, from the link job's ``metrics.json`` ``iterations``."""
+    out: dict[int, float] = {}
+    for it in (metrics or {}).get("iterations") or []:
+        if isinstance(it, Mapping) and isinstance(it.get("mu"), (int, float)) and it.get("iteration") is not None:
+            out[int(it["iteration"])] = float(it["mu"])
+    return out
+
+
+def read_night_files(paths: RunPaths, summary: Mapping[str, Any]) -> NightFiles:
+    """Read the link job's outputs of the night, if this run's link task succeeded.
+
+    Never raises: a missing or unreadable piece is recorded in ``missing``
+    (piece → reason) and left None.
+    """
+    night = NightFiles()
+    if summary.get("clusters") is None:
+        why = "the link task did not succeed in this run"
+        night.missing.update(metrics=why, sizes=why, scores=why)
+        return night
+    try:
+        metrics = json.loads(paths.link_metrics.read_text())
+        night.metrics = metrics if isinstance(metrics, dict) and metrics.get("ds") == paths.ds else None
+        if night.metrics is None:
+            night.missing["metrics"] = f"{paths.link_metrics} is not this date's"
+    except (OSError, ValueError) as exc:
+        night.missing["metrics"] = f"{paths.link_metrics}: {exc}"
+    try:
+        import pyarrow.compute as pc
+
+        counts = pc.value_counts(read_parquet_columns(paths.linked / "clusters", ["cluster_size"])["cluster_size"])
+        night.sizes = {int(v["values"]): int(v["counts"]) for v in counts.to_pylist() if v["values"] is not None}
+    except Exception as exc:  # noqa: BLE001 - a chart is left out, the report still gets written
+        night.missing["sizes"] = f"clusters/: {exc}"
+    try:
+        table = read_parquet_columns(paths.linked / "pairs", ["score", "accepted", "iteration"])
+        scores = table["score"].to_pylist()
+        accepted = table["accepted"].to_pylist()
+        night.scores = {"accepted": [s for s, a in zip(scores, accepted) if a and s is not None],
+                        "close_calls": [s for s, a in zip(scores, accepted) if not a and s is not None]}
+        night.pair_iterations = sorted({int(i) for i in table["iteration"].to_pylist() if i is not None})
+    except Exception as exc:  # noqa: BLE001
+        night.missing["scores"] = f"pairs/: {exc}"
+    return night
+
+
+def _relative_link(target: str | None, base: Path) -> str | None:
+    """``target`` (an absolute path) relative to ``base`` when it lies inside it, else None."""
+    if not target:
+        return None
+    try:
+        return Path(target).resolve().relative_to(base.resolve()).as_posix()
+    except (ValueError, OSError):
+        return None
+
+
+def _environment():
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]),
+                             undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
+
+    def num(value: Any, digits: int = 0) -> str:
+        if value is None or isinstance(value, jinja2.Undefined):
+            return "–"
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        if isinstance(value, int):
+            return f"{value:,}"
+        if isinstance(value, float):
+            return f"{value:,.{digits}f}"
+        return str(value)
+
+    def ratio(value: Any, percent: bool = False) -> str:
+        if not isinstance(value, (int, float)):
+            return "n/a"
+        return f"{value:.2%}" if percent else f"{value:.4f}"
+
+    env.filters["num"] = num
+    env.filters["ratio"] = ratio
+    return env
+
+
+def render_report(summary: Mapping[str, Any], night: NightFiles, history: list[dict[str, Any]],
+                  reports_dir: Path, review_link: str | None = "review.html") -> str:
+    """The report page as HTML text.
+
+    Args:
+        summary: the night's run summary (see :func:`washline.report.build_summary`).
+        night: the link outputs (:func:`read_night_files`).
+        history: trend points, oldest first (:func:`load_history`).
+        reports_dir: the night's reports folder; links inside it are made relative.
+        review_link: relative link to the review page (None: no review page).
+    """
+    from washline import report_charts as charts
+
+    registry = summary.get("registry")
+    mus = iteration_mus(night.metrics)
+    figures = {
+        "rows": (charts.rows_chart(summary.get("rows") or {}), "no row counts: the cleanse task did not run"),
+        "sizes": (charts.size_distribution_chart(night.sizes or {}, "entity" if registry else "cluster"),
+                  night.missing.get("sizes", "no clusters")),
+        "scores": (charts.score_histogram((night.scores or {}).get("accepted", []),
+                                          (night.scores or {}).get("close_calls", []),
+                                          {i: m for i, m in mus.items() if i in night.pair_iterations} or mus),
+                   night.missing.get("scores", "no scored pairs")),
+        "seconds": (charts.seconds_chart(summary.get("seconds") or {}), "no task reported its seconds"),
+        "trend": (charts.trend_chart(history), "no earlier night"),
+    }
+    checks = summary.get("checks") or {}
+    data_docs = _relative_link(checks.get("data_docs"), reports_dir)
+    page = _environment().get_template("report.html.j2").render(
+        s=summary, rows=summary.get("rows") or {}, checks=checks, registry=registry,
+        pairwise=summary.get("pairwise"), figures=figures, metrics=night.metrics, missing=night.missing,
+        iterations=(night.metrics or {}).get("iterations") or [], history=history,
+        integrity=checks.get("integrity_report"), expectations=checks.get("expectations"),
+        data_docs=data_docs, review_link=review_link,
+        generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+    )
+    return page
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` via a temp file and ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is read by the api-server's user too
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_report(paths: RunPaths, summary: Mapping[str, Any]) -> Path:
+    """Write ``report.html`` (and ``review.html``) of the night into ``paths.reports``.
+
+    The review page is written first; when it cannot be (e.g. unreadable
+    pairs), the report says so and links to nothing.
+
+    Returns:
+        The path of ``report.html``.
+    """
+    from washline.review import write_review
+
+    review_link: str | None = None
+    try:
+        review = write_review(paths, summary)
+        review_link = review.name
+    except Exception:  # noqa: BLE001 - the report matters more than the review page
+        log.exception("could not write the review page of ds=%s", paths.ds)
+    night = read_night_files(paths, summary)
+    history = load_history(paths.lake / "reports", summary)
+    html = render_report(summary, night, history, paths.reports, review_link)
+    return write_text_atomic(paths.reports / REPORT_FILE, html)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="washline.report_html", description="(Re)write a night's report.html")
+    parser.add_argument("--ds", required=True)
+    args = parser.parse_args(argv)
+    paths = RunPaths.for_run(args.ds)
+    try:
+        summary = json.loads(paths.summary.read_text())
+    except (OSError, ValueError) as exc:
+        parser.exit(1, f"no readable run summary for {args.ds}: {exc}\n")
+    print(write_report(paths, summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
