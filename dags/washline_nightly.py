@@ -16,7 +16,7 @@ and the date's new version is published with its slice.
 | `check_integrity` | `DatabaseIntegrityCheckOperator`: SQLite `integrity_check`, PostgreSQL amcheck, SQL Server `DBCC CHECKDB`, Oracle `ANALYZE … VALIDATE STRUCTURE`; FAIL/ERROR block publish |
 | `check_quality` | Great Expectations suites `include/gx/staging_{records,links,clusters}.json` on the `ds` slice (reconciled with the Spark counts), plus the registry suites (staged new state, no published entity id vanishing without a merge/split), Data Docs |
 | `publish` | one transaction: the audited slice to the published tables, and `entity_members` / `entities` replaced by the new state, `entity_changes` of `ds`; then `_PUBLISHED.json`; emits the `washline_published` asset |
-| `report` | run summary JSON (`lake/reports/<ds>/run_summary.json`, with new / joined / new entities / merges / splits); when nothing was published writes `_REJECTED.json` (the next date links against the last published version) and fails the run |
+| `report` | run summary JSON (`lake/reports/<ds>/run_summary.json`, with new / joined / new entities / merges / splits) and the HTML report `report.html` with its review page `review.html` (the run's "Night report" and "Link review" tabs); when nothing was published writes `_REJECTED.json` (the next date links against the last published version) and fails the run |
 
 Params: `input_folder` (landing root inside the data root), `staging_conn_id`
 (the target database's Airflow connection), `staging_schema` (empty = default), `profile` (linkage profile in
@@ -35,6 +35,7 @@ from airflow.sdk import Param, dag, task
 
 from washline.assets import PUBLISHED
 from washline.integrity.operator import DatabaseIntegrityCheckOperator
+from washline.links import DataDocsLink, ReportLink, with_links
 from washline.operators import SparkJobOperator
 
 DAG_ID = "washline_nightly"
@@ -137,8 +138,8 @@ def washline_nightly():
         return tasks.report(get_current_context())
 
     loaded = load_staging()
-    checks = [check_integrity, check_quality(cleanse.output, link.output)]
-    summary = report()
+    checks = [check_integrity, with_links(check_quality(cleanse.output, link.output), DataDocsLink())]
+    summary = with_links(report(), ReportLink())
     cleanse >> link >> loaded >> checks >> publish() >> summary
     checks >> summary
 
