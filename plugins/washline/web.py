@@ -29,6 +29,7 @@ Only the DAGs in :data:`REPORT_DAGS` have reports; another DAG id is 404.
 from __future__ import annotations
 
 import html
+import json
 import logging
 import mimetypes
 from datetime import timezone
@@ -116,6 +117,12 @@ def create_app():
         if dag_id not in REPORT_DAGS:
             raise HTTPException(404, f"DAG {dag_id!r} writes no washline reports")
 
+    def summary_run_id(ds: str) -> str | None:
+        try:
+            return json.loads((reports_root() / ds / "run_summary.json").read_text()).get("run_id")
+        except (OSError, ValueError, AttributeError):
+            return None
+
     def serve(path: Path):
         headers = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
         if path.name in ("report.html", "review.html"):
@@ -124,16 +131,26 @@ def create_app():
         return FileResponse(path, media_type=media, headers=headers)
 
     def run_file(dag_id: str, run_id: str, name: str, what: str):
-        known_dag(dag_id)
+        if dag_id not in REPORT_DAGS:
+            return _page(f"No {what} for {dag_id}", f"<p>Only {', '.join(REPORT_DAGS)} writes washline reports.</p>",
+                         404)
         ds = run_date(dag_id, run_id)
         if ds is None:
-            raise HTTPException(404, f"no run {run_id!r} of {dag_id}")
-        if (reports_root() / ds / name).is_file():
-            # relative, so that the page's own relative links resolve under /reports/<ds>/
-            return RedirectResponse(f"../../reports/{ds}/{quote(name)}", status_code=307)
-        return _page(f"No {what} yet for {ds}",
-                     f"<p>Run <code>{html.escape(run_id)}</code> works on {ds}; its <code>report</code> task has "
-                     f"not written <code>lake/reports/{ds}/{html.escape(name)}</code> yet.</p>", 404)
+            return _page(f"No run {run_id}", f"<p>{html.escape(dag_id)} has no run {html.escape(run_id)}.</p>", 404)
+        target = f"../../reports/{ds}/{quote(name)}"  # relative: the page's own links resolve under reports/<ds>/
+        if not (reports_root() / ds / name).is_file():
+            return _page(f"No {what} yet for {ds}",
+                         f"<p>Run <code>{html.escape(run_id)}</code> works on {ds}; its <code>report</code> task "
+                         f"has not written <code>lake/reports/{ds}/{html.escape(name)}</code> yet.</p>", 404)
+        other = summary_run_id(ds)
+        if other is not None and other != run_id:
+            # a date's folder holds its latest run's pages: say so instead of passing them off as this run's
+            return _page(f"The {what} of {ds} is another run's",
+                         f"<p>Run <code>{html.escape(run_id)}</code> works on {ds}, but the {what} there was written "
+                         f"by run <code>{html.escape(other)}</code> (a later or earlier run of the same date; "
+                         f"each run of a date replaces its pages).</p>"
+                         f"<p><a href='{html.escape(target)}'>Open the {what} of run {html.escape(other)}</a></p>")
+        return RedirectResponse(target, status_code=307)
 
     @app.get("/dags/{dag_id}/runs/{run_id}/report", dependencies=[can_read_runs])
     def run_report(dag_id: str, run_id: str):

@@ -248,3 +248,119 @@ def test_ui_dag_page_in_headless_chromium(service):
     assert "washline_nightly" in text, text[:2000]
     assert out.stat().st_size > 10_000
     print(f"screenshot: {out}")
+
+
+# ---------------------------------------------------------------------------
+# The washline plugin (issue 14) on the run above: report tab, extra links,
+# refusals. These reuse the run of test_trigger_with_params_through_rest_api.
+# ---------------------------------------------------------------------------
+
+def _http(url: str, token: str | None = None) -> tuple[int, str, str]:
+    """(status, final URL, body) of a GET, following redirects, with an optional bearer token."""
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, resp.url, resp.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, url, exc.read().decode("utf-8", "replace")
+
+
+def test_plugin_serves_the_run_s_report_only_to_an_authenticated_reader(service):
+    api, base = service["api"], f"http://127.0.0.1:{service['port']}"
+    run_id = f"ui_like_{DS}"
+    page = f"{base}/washline/dags/washline_nightly/runs/{run_id}/report"
+    assert _http(page)[0] == 401  # no token
+    assert _http(f"{base}/washline/dags/washline_nightly/reports/{DS}/report.html")[0] == 401
+    assert _http(page, "not-a-jwt")[0] == 403
+    status, final, body = _http(page, api.token)
+    assert status == 200 and final.endswith(f"/washline/dags/washline_nightly/reports/{DS}/report.html"), final
+    assert f"washline night {DS}" in body and run_id in body and "Published" in body
+    # the staging database is two folders up from the reports folder: never served
+    (service["data"] / "staging" / "w.db").stat()
+    for outside in ("..%2F..%2Fstaging%2Fw.db", f"{DS}%2F..%2F..%2F..%2Fstaging%2Fw.db", "%2Fetc%2Fpasswd"):
+        status, _, body = _http(f"{base}/washline/dags/washline_nightly/reports/{outside}", api.token)
+        assert status == 403, (outside, status, body[:300])
+    # the 404 of a run that does not exist, with a token
+    assert _http(f"{base}/washline/dags/washline_nightly/runs/no_such_run/report", api.token)[0] == 404
+
+
+def test_extra_links_resolve_to_the_run_s_data_docs_and_report(service):
+    api, base = service["api"], f"http://127.0.0.1:{service['port']}"
+    run_id = f"ui_like_{DS}"
+    got = {}
+    for task, name in (("check_quality", "GX Data Docs"), ("report", "Night report")):
+        links = api.call("GET", f"/api/v2/dags/washline_nightly/dagRuns/{run_id}/taskInstances/{task}/links")
+        url = links["extra_links"][name]
+        assert url and url.startswith("/washline/"), links
+        status, final, body = _http(base + url, api.token)
+        assert status == 200, (task, url, status, body[:300])
+        assert _http(base + url)[0] == 401  # the link is no way around the login
+        got[task] = (final, body)
+    final, body = got["check_quality"]
+    assert final.endswith("/data_docs/local_site/index.html") and "/gx/ui_like_" in final
+    assert "Expectation" in body or "expectation" in body  # GX's own Data Docs page
+    assert run_id in got["report"][1]
+
+
+CHARTS_RENDERED = """(doc => Array.from(doc.querySelectorAll('figure.chart')).map(f => {
+    const svg = f.querySelector('svg'); const r = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+    return [f.dataset.chart, !!svg, Math.round(r.width), Math.round(r.height), svg ? svg.querySelectorAll('path').length : 0];
+}))(%s)"""
+
+
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(),
+                    reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_report_tab_on_the_dag_run_page_and_the_file_in_headless_chromium(service):
+    """The DAG run page's "Night report" tab shows this run's report (in the
+    UI's iframe, from the plugin app); "Link review" shows its review page with
+    a working export; and report.html opened from the file renders every chart
+    and asks for nothing but itself. Screenshots are kept under the data root."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from browser import Chromium
+
+    api, base, data = service["api"], f"http://127.0.0.1:{service['port']}", service["data"]
+    run_id = f"ui_like_{DS}"
+    report_file = data / "lake" / "reports" / DS / "report.html"
+    frame = "document.querySelector('iframe')"
+
+    async def in_ui(page):
+        await page.goto(f"{base}/dags/washline_nightly/runs/{run_id}/plugin/washline-report")
+        await page.wait(f"!!({frame} && {frame}.contentDocument && "
+                        f"{frame}.contentDocument.querySelectorAll('figure.chart svg').length >= 5)", 120)
+        text = await page.evaluate(f"{frame}.contentDocument.body.innerText")
+        charts = await page.evaluate(CHARTS_RENDERED % f"{frame}.contentDocument")
+        tabs = await page.evaluate("document.body.innerText")
+        await page.screenshot(data / "ui-night-report.png", full_page=False)
+        await page.goto(f"{base}/dags/washline_nightly/runs/{run_id}/plugin/washline-review")
+        await page.wait(f"!!({frame} && {frame}.contentWindow && {frame}.contentWindow.washlineReview)", 120)
+        w = f"{frame}.contentWindow"
+        pairs = await page.evaluate(f"{frame}.contentDocument.querySelectorAll('article.pair').length")
+        await page.evaluate(f"{frame}.contentDocument.querySelector('article.pair input[value=must_link]').click()")
+        await page.evaluate(f"{frame}.contentDocument.getElementById('steward').value = 'ci'")
+        exported = await page.evaluate(f"{w}.washlineReview.exportCsv()")
+        return text, charts, tabs, pairs, exported
+
+    async def from_file(page):
+        await page.goto(report_file.as_uri())
+        charts = await page.evaluate(CHARTS_RENDERED % "document")
+        await page.screenshot(data / "report.png")
+        return charts, list(page.requests)
+
+    with Chromium(1400, 1000) as browser:
+        text, charts, tabs, pairs, exported = browser.run(in_ui, cookie=("_token", api.token, base))
+    assert "Night report" in tabs and "Link review" in tabs
+    assert run_id in text and f"washline night {DS}" in text
+    assert [c[0] for c in charts] == ["rows", "sizes", "scores", "seconds", "trend"], charts
+    assert all(c[1] and c[2] > 200 and c[3] > 100 and c[4] > 5 for c in charts), charts
+    assert pairs > 0
+    header, row = exported.strip().split("\n")[:2]
+    assert header == "source_a,record_id_a,source_b,record_id_b,decision,decided_by,decided_at,note"
+    assert ",must_link,ci," in row
+    assert not (data / "decisions").exists()  # exporting wrote nothing on the server
+
+    with Chromium(1200, 900) as browser:
+        charts, requests = browser.run(from_file)
+    assert all(c[1] and c[2] > 200 and c[3] > 100 and c[4] > 5 for c in charts) and len(charts) == 5, charts
+    assert requests == [report_file.as_uri()], requests  # one self-contained file: nothing else is fetched
+    assert (data / "report.png").stat().st_size > 50_000
+    print(f"screenshots: {data / 'ui-night-report.png'}, {data / 'report.png'}")
