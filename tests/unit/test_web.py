@@ -30,8 +30,21 @@ def test_paths_outside_the_reports_folder_are_refused(tmp_path):
             resolve_report_file(root, bad)
 
 
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    """One published night with its pages written (shared by the tests: they only read it)."""
+    from washline.report_html import write_report
+
+    root = tmp_path_factory.mktemp("web")
+    paths, summary = published_night(root)
+    write_report(paths, summary)
+    (root / "staging").mkdir()
+    (root / "staging" / "w.db").write_text("not for the browser")
+    return root, paths
+
+
 @pytest.fixture
-def client(tmp_path, monkeypatch):
+def client(lake, monkeypatch):
     if not (os.environ.get("AIRFLOW_HOME") and os.path.exists(os.path.join(os.environ["AIRFLOW_HOME"], "airflow.db"))):
         pytest.skip("Airflow metadata DB missing: run through `make test`")
     from fastapi.testclient import TestClient
@@ -40,13 +53,8 @@ def client(tmp_path, monkeypatch):
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
     from washline.web import create_app
 
-    monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
-    from washline.report_html import write_report
-
-    paths, summary = published_night(tmp_path)
-    write_report(paths, summary)
-    (tmp_path / "staging").mkdir()
-    (tmp_path / "staging" / "w.db").write_text("not for the browser")
+    root, paths = lake
+    monkeypatch.setenv("WASHLINE_DATA", str(root))
     am = init_auth_manager()
     tokens = {role: am.generate_jwt(SimpleAuthManagerUser(username=f"u-{role}", role=role))
               for role in ("admin", "viewer", None)}
@@ -104,3 +112,32 @@ def test_the_index_lists_the_nights_with_a_report(client):
     r = c.get("/", headers={"Authorization": f"Bearer {tokens['viewer']}"})
     assert r.status_code == 200
     assert f"dags/washline_nightly/reports/{paths.ds}/report.html" in r.text
+
+
+def test_a_run_s_tab_redirects_to_its_date_s_report_or_says_whose_it_is(client, monkeypatch):
+    """The run → date lookup is the metadata database's (the api-server test
+    covers it); here it is given, to check what each run's tab gets."""
+    import washline.web as web
+    from report_lake import RUN_ID
+
+    c, tokens, paths = client
+    monkeypatch.setattr(web, "run_date", lambda dag_id, run_id: {RUN_ID: paths.ds, "older": paths.ds,
+                                                                 "running": "2025-02-01"}.get(run_id))
+    auth = {"Authorization": f"Bearer {tokens['viewer']}"}
+    from urllib.parse import quote
+
+    r = c.get(f"/dags/washline_nightly/runs/{quote(RUN_ID, safe='')}/report", headers=auth, follow_redirects=False)
+    assert r.status_code == 307 and r.headers["location"] == f"../../reports/{paths.ds}/report.html"
+    r = c.get(f"/dags/washline_nightly/runs/{quote(RUN_ID, safe='')}/report", headers=auth)
+    assert r.status_code == 200 and RUN_ID in r.text  # followed: the report itself
+    r = c.get("/dags/washline_nightly/runs/older/review", headers=auth, follow_redirects=False)
+    assert r.status_code == 200 and "is another run&#x27;s" in r.text and RUN_ID in r.text
+    assert f"href='../../reports/{paths.ds}/review.html'" in r.text
+    r = c.get("/dags/washline_nightly/runs/running/report", headers=auth)
+    assert r.status_code == 404 and "has not written" in r.text
+    assert c.get("/dags/washline_nightly/runs/nope/report", headers=auth).status_code == 404
+    assert c.get("/dags/washline_integrity/runs/x/report", headers=auth).status_code == 404
+    r = c.get(f"/dags/washline_nightly/runs/{quote(RUN_ID, safe='')}/datadocs", headers=auth, follow_redirects=False)
+    assert r.status_code == 307 and r.headers["location"].endswith("/data_docs/local_site/index.html")
+    assert c.get(r.headers["location"].replace("../../", "/dags/washline_nightly/"), headers=auth).status_code == 200
+    assert c.get("/dags/washline_nightly/runs/older/datadocs", headers=auth).status_code == 404  # its own docs only
