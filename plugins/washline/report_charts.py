@@ -128,22 +128,22 @@ def score_histogram(accepted: Sequence[float], close_calls: Sequence[float],
     if not accepted and not close_calls:
         return None
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(WIDTH, 2.8))
+    fig, ax = plt.subplots(figsize=(WIDTH - 1.6, 2.8))
     values = list(accepted) + list(close_calls)
     lo, hi = min(values + list(mus.values() or [0])), max(values + list(mus.values() or [1]))
     lo, hi = min(lo, hi - 0.05), max(hi, lo + 0.05)
     bins = [lo + (hi - lo) * i / 40 for i in range(41)]
     ax.hist([list(close_calls), list(accepted)], bins=bins, stacked=True, color=[ORANGE, BLUE],
             label=[f"close calls below mu ({len(close_calls):,})", f"links ({len(accepted):,})"])
-    styles = ["-", "--", ":", "-."]
+    styles = ["--", ":", "-.", "-"]
     for i, (it, mu) in enumerate(sorted(mus.items())):
-        ax.axvline(mu, color=RED, linestyle=styles[i % len(styles)], linewidth=1.2,
+        ax.axvline(mu, color="#1b1f24", linestyle=styles[i % len(styles)], linewidth=1.3,
                    label=f"mu = {mu:.2f} (iteration {it})")
     if accepted and close_calls and max(len(accepted), len(close_calls)) > 20 * min(len(accepted), len(close_calls)):
         ax.set_yscale("log")  # else the smaller group is invisible
     ax.set_xlabel("pair score")
     ax.set_ylabel("pairs")
-    ax.legend(fontsize=8, frameon=False, loc="upper left")
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside: never over mu
     return to_svg(fig, "Histogram of pair scores with mu marked")
 
 
