@@ -163,13 +163,16 @@ def _short(value: Any, limit: int = 300) -> Any:
 
 def integrity_detail(report: dict[str, Any] | None) -> dict[str, Any] | None:
     """The integrity report for the run report: ``engine, database, mode,
-    verdict, error, duration_s, truncated``, ``findings`` (the first
+    verdict, error, duration_s, truncated, allocation_errors,
+    consistency_errors``, ``count_notes`` (where the engine's counts disagree), ``findings`` (the first
     ``MAX_FINDINGS``: ``severity, code, obj, index, location, message``) and
     ``findings_total``; None when the check did not run."""
     if not report:
         return None
     findings = report.get("findings") or []
-    out = {k: report.get(k) for k in ("engine", "database", "mode", "verdict", "error", "duration_s", "truncated")}
+    out = {k: report.get(k) for k in ("engine", "database", "mode", "verdict", "error", "duration_s", "truncated",
+                                      "allocation_errors", "consistency_errors")}
+    out["count_notes"] = [_short(n, 500) for n in (report.get("count_notes") or [])[:10]]
     out["findings"] = [{k: _short((f or {}).get(k), 1000) for k in ("severity", "code", "obj", "index", "location",
                                                                      "message")}
                        for f in findings[:MAX_FINDINGS]]

@@ -121,9 +121,11 @@ def test_integrity_findings_are_listed(tmp_path):
     paths, summary = published_night(tmp_path)
     findings = [{"severity": "CRITICAL", "code": "8939", "message": f"Table error: page (1:{i}) <b>bad</b>",
                  "obj": "staging_records", "index": None, "location": f"1:{i}"} for i in range(60)]
-    summary = build_summary(paths.ds, RUN_ID, {"check_integrity": {"engine": "mssql", "verdict": "FAIL",
-                                                                   "findings": findings, "duration_s": 3.0}})
+    summary = build_summary(paths.ds, RUN_ID, {"check_integrity": {
+        "engine": "mssql", "verdict": "FAIL", "findings": findings, "duration_s": 3.0, "allocation_errors": 0,
+        "consistency_errors": 60, "count_notes": ["the 8989 total says 61, the rows 60"]}})
     text = write_report(paths, summary).read_text()
+    assert "0 allocation and 60 consistency error(s)" in text and "the 8989 total says 61, the rows 60" in text
     page = Page(text)
     assert page.tables["findings"] == 1 + 50  # the summary keeps the first 50
     assert "First 50 of 60 findings." in text
