@@ -301,6 +301,9 @@ def test_failed_quality_check_skips_publish_and_says_why(world, failed_run):
     assert failed_run["published_after"] == failed_run["published_before"], "published tables changed"
     assert published(world, DS_BAD)["records"] == []
     assert not (world["data"] / "lake" / "entities").exists(), "entity_registry=false must leave no registry version or marker"
+    # the night's HTML report is written on a failed run too, and says why (issue 14)
+    page = (world["data"] / "lake" / "reports" / DS_BAD / "report.html").read_text()
+    assert "Not published" in page and "expect_column_values_to_match_regex" in page and page.count("<svg") >= 5
 
 
 # --------------------------------------------------------------------------
