@@ -113,11 +113,26 @@ def test_oracle_init_grants_only_what_washline_uses(tmp_path):
     assert sentinel not in argv and argv.split() == ["-s", "-L", "/", "as", "sysdba"]
     # sqlplus reads one command a line (SQL ends with ';')
     statements = [line.strip().rstrip(";") for line in fed.splitlines() if line.strip()]
-    assert statements[:2] == ["WHENEVER SQLERROR EXIT SQL.SQLCODE", "ALTER SESSION SET CONTAINER = FREEPDB1"]
+    assert statements[:3] == ["WHENEVER SQLERROR EXIT SQL.SQLCODE", "SET DEFINE OFF",
+                              "ALTER SESSION SET CONTAINER = FREEPDB1"]
     assert (f'CREATE USER washline IDENTIFIED BY "{sentinel}" DEFAULT TABLESPACE USERS QUOTA UNLIMITED ON USERS'
             in statements) and statements[-1] == "EXIT"
     assert {s for s in statements if s.startswith("GRANT")} == ORACLE_GRANTS
     assert not [s for s in statements if BROAD.search(s)]
+    # a password with "&" reaches CREATE USER as it is: SQL*Plus substitution is off before it
+    # (with it on, "&x" prompts for a value and reads the next line of the script as the answer)
+    amp = "Pw&grant-1"
+    proc = subprocess.run([str(ORACLE_INIT)], env=dict(env, ORACLE_APP_PASSWORD=amp), capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    fed = [line.strip().rstrip(";") for line in (tmp_path / "stdin").read_text().splitlines() if line.strip()]
+    create = next(i for i, s in enumerate(fed) if s.startswith("CREATE USER"))
+    assert "SET DEFINE OFF" in fed[:create] and f'IDENTIFIED BY "{amp}"' in fed[create]
+    # a double quote would end the quoted password: refused before sqlplus runs
+    (tmp_path / "stdin").unlink()
+    proc = subprocess.run([str(ORACLE_INIT)], env=dict(env, ORACLE_APP_PASSWORD='Pw"x'), capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode != 0 and "double quote" in proc.stderr and not (tmp_path / "stdin").exists()
     # without the password it stops before sqlplus
     proc = subprocess.run([str(ORACLE_INIT)], env={"PATH": env["PATH"]}, capture_output=True, text=True, timeout=30)
     assert proc.returncode != 0 and "ORACLE_APP_PASSWORD" in proc.stderr

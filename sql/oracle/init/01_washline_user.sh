@@ -6,6 +6,8 @@
 # folder there. The password comes from the environment (ORACLE_APP_PASSWORD)
 # and reaches sqlplus on stdin, never in argv; sqlplus logs in with operating
 # system authentication (/ as sysdba), so no SYS password is used either.
+# Substitution is off (SET DEFINE OFF), so a "&" in the password is kept as it
+# is; a double quote is refused (it would end the quoted password).
 #
 # Grants (README "Grants each check needs"):
 #   CREATE SESSION                 connect
@@ -25,10 +27,14 @@
 #                                  check_integrity reads each run's status and findings
 set -euo pipefail
 : "${ORACLE_APP_PASSWORD:?ORACLE_APP_PASSWORD is not set}"
+case "${ORACLE_APP_PASSWORD}" in
+  *'"'*) echo "ORACLE_APP_PASSWORD must not contain a double quote (it is quoted in CREATE USER)" >&2; exit 1 ;;
+esac
 PDB=FREEPDB1  # the service name of the washline connection
 
 sqlplus -s -L / as sysdba <<SQL
 WHENEVER SQLERROR EXIT SQL.SQLCODE
+SET DEFINE OFF
 ALTER SESSION SET CONTAINER = ${PDB};
 CREATE USER washline IDENTIFIED BY "${ORACLE_APP_PASSWORD}" DEFAULT TABLESPACE USERS QUOTA UNLIMITED ON USERS;
 GRANT CREATE SESSION TO washline;
