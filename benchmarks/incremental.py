@@ -91,6 +91,13 @@ def deal(df, nights: int, per_night: int, seed: int):
     return out
 
 
+def f1_gap(batch: dict | None, incremental: dict | None) -> float | None:
+    """Batch F1 minus incremental F1 against the truth (4 decimals); None when
+    either F1 is undefined (no predicted or no true pairs), never a crash or 0."""
+    a, b = (batch or {}).get("f1"), (incremental or {}).get("f1")
+    return None if a is None or b is None else round(a - b, 4)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nights", type=int, default=30)
@@ -178,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         part = spark.read.parquet(str(work / "rebuild" / "partition"))
         results["batch_vs_truth"] = f1_vs_truth(part, "rebuilt_cluster")
         results["batch_vs_incremental"] = rep["pairwise_vs_incremental"]
-        results["f1_gap"] = round(results["batch_vs_truth"]["f1"] - results["incremental_vs_truth"]["f1"], 4)
+        results["f1_gap"] = f1_gap(results["batch_vs_truth"], results["incremental_vs_truth"])
     results["load_end"] = os.getloadavg()
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=2))
@@ -186,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in per_night:
         print(f"| {r['night']} | {r['seconds']} | {r['seconds'] / base_s:.2f} | {r['neighbourhood']} | {r['new']} | "
-              f"{r['joined']} | {r['merges']} | {r['splits']} | {r['night_f1']} |")
+              f"{r['joined']} | {r['merges']} | {r['splits']} | {'n/a' if r['night_f1'] is None else r['night_f1']} |")
     print(json.dumps({k: v for k, v in results.items() if k != "per_night_results"}, indent=2))
     spark.stop()
     return 0

@@ -305,9 +305,36 @@ def run_splink(path: Path, fmt: str, truth: Path | None) -> dict:
     m = score(THRESHOLD)
     wall = time.time() - t0
     scan = {t: (m if t == THRESHOLD else score(t)) for t in SCAN}
-    best_t = max(scan, key=lambda t: (scan[t]["f1"], -abs(t - THRESHOLD)))
+    best_t = best_threshold(scan)
     return {**m, "seconds": round(wall, 1), "parse_seconds": round(t_parse, 1),
             "best": {**scan[best_t], "threshold": best_t}}
+
+
+def best_threshold(scan: dict[float, dict]) -> float:
+    """The scanned threshold with the highest F1 (ties: the one nearest
+    ``THRESHOLD``). Thresholds whose F1 is undefined (None: no predicted or no
+    true pairs) are skipped; when none is defined, ``THRESHOLD``."""
+    defined = [t for t in scan if scan[t]["f1"] is not None]
+    if not defined:
+        return THRESHOLD
+    return max(defined, key=lambda t: (scan[t]["f1"], -abs(t - THRESHOLD)))
+
+
+def cell(x: dict | None, k: str) -> str:
+    """A table cell: "–" not run; "n/a" an undefined ratio (no predicted or no true pairs)."""
+    if x is None:
+        return "–"
+    if x.get(k) is None:
+        return "–" if k == "seconds" else "n/a"
+    return f"{x[k]:.3f}" if k != "seconds" else f"{x[k]:.1f}"
+
+
+def best_cell(s: dict | None) -> str:
+    """Splink's best F1 cell: ``F1 @ threshold (P/R)``, "n/a" for undefined ratios."""
+    if s is None:
+        return "–"
+    b = s["best"]
+    return f"{cell(b, 'f1')} @ {b['threshold']:g} ({cell(b, 'precision')}/{cell(b, 'recall')})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -332,19 +359,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[bench] {name}: splink {json.dumps(s)}", file=sys.stderr, flush=True)
         rows.append((name, fmt, h, s))
 
-    def f(x, k):  # "–": not run; "n/a": an undefined ratio (no predicted or no true pairs)
-        if x is None:
-            return "–"
-        if x.get(k) is None:
-            return "–" if k == "seconds" else "n/a"
-        return f"{x[k]:.3f}" if k != "seconds" else f"{x[k]:.1f}"
-
-    def best(s):
-        if s is None:
-            return "–"
-        b = s["best"]
-        return f"{b['f1']:.3f} @ {b['threshold']:g} ({b['precision']:.3f}/{b['recall']:.3f})"
-
+    f, best = cell, best_cell
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; HDWM profile {a.profile}; "
           f"Splink 5 DuckDB; DWM layouts parsed by benchmarks/dwm_parser.py")
     print(f"| input | HDWM P | HDWM R | HDWM F1 | HDWM s (process) | Splink P @{THRESHOLD} | Splink R @{THRESHOLD} "

@@ -33,3 +33,35 @@ def test_all_singletons_and_no_true_pairs_are_none(pairwise):
     assert m == {"precision": None, "recall": 0.0, "f1": None}
     m = pairwise(pd.Series(["a", "a", "b"]), pd.Series(["T1", "T2", "T3"]))
     assert m == {"precision": 0.0, "recall": None, "f1": None}
+
+
+@pytest.fixture(scope="module")
+def bench(repo):
+    def load(name):
+        spec = importlib.util.spec_from_file_location(name, repo / "benchmarks" / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    return load
+
+
+def test_splink_best_threshold_skips_thresholds_with_no_f1(bench):
+    """At a high threshold Splink may predict no pair (precision and F1
+    undefined): the best-F1 scan skips it instead of comparing None with a
+    float, and an input whose F1 is never defined prints n/a, not a crash."""
+    lq = bench("linkage_quality")
+    none = {"precision": None, "recall": 0.0, "f1": None}
+    scan = {0.5: {"precision": 0.5, "recall": 1.0, "f1": 0.6667}, 0.9: dict(none), 0.99: dict(none),
+            0.8: {"precision": 0.9, "recall": 0.9, "f1": 0.9}}
+    assert lq.best_threshold(scan) == 0.8
+    assert lq.best_threshold({0.5: dict(none), 0.99: dict(none)}) == lq.THRESHOLD
+    s = {"best": {**none, "threshold": 0.9}}
+    assert lq.best_cell(s) == "n/a @ 0.9 (n/a/0.000)"
+    assert lq.best_cell({"best": {**scan[0.8], "threshold": 0.8}}) == "0.900 @ 0.8 (0.900/0.900)"
+
+
+def test_incremental_f1_gap_is_none_when_an_f1_is_undefined(bench):
+    inc = bench("incremental")
+    assert inc.f1_gap({"f1": 0.95}, {"f1": 0.9}) == 0.05
+    assert inc.f1_gap({"f1": None}, {"f1": 0.9}) is None and inc.f1_gap(None, {"f1": 0.9}) is None
