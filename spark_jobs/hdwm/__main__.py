@@ -115,7 +115,8 @@ def _read_inputs(a, read_dwm, read_csv_refs, read_truth):
             return None, "no reference has a truth label (record ids of the truth file and the input do not match)"
         if labelled < len(pdf):
             print(f"warning: only {labelled} of {len(pdf)} references have a truth label; pairwise metrics "
-                  f"count unlabelled references as entities of their own", file=sys.stderr)
+                  f"count only the {labelled} labelled references (pairs with an unlabelled one are left out)",
+                  file=sys.stderr)
     return pdf, None
 
 
