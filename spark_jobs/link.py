@@ -47,7 +47,9 @@ Output (all overwritten on rerun):
 Exit status: 0 on success; 2 (permanent, not retried) on bad arguments or
 profile, unusable input (no record_id/source column, a bad source name,
 duplicate (source, record_id)), a registry refusal, an incomplete base
-version or a bad decisions file; 1 on any other error (raised after logging).
+version, a bad decisions file, or a transitive closure that did not converge
+within the profile's ``ccMaxRounds`` (the same input and profile would fail the
+same way on a retry); 1 on any other error (raised after logging).
 """
 
 from __future__ import annotations
@@ -340,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="must_link/cannot_link CSV (default $WASHLINE_DATA/decisions/decisions.csv if present)")
     ap.add_argument("--landing", default=None, help="landing root: its <source>/<ds> folders count as pending dates")
     a = ap.parse_args(argv)
+    from hdwm.closure import ClosureDidNotConverge
     from hdwm.config import ProfileError
     from hdwm.incremental import DecisionsError
     from hdwm.registry import DS_PATTERN, RegistryError, RegistryOrderError
@@ -352,6 +355,10 @@ def main(argv: list[str] | None = None) -> int:
             decisions=a.decisions, landing=a.landing)
     except (ProfileError, LinkInputError, RegistryOrderError, RegistryError, DecisionsError) as exc:
         print(f"[link] error: {exc}", file=sys.stderr)
+        return 2
+    except ClosureDidNotConverge as exc:  # deterministic: a retry of the same input would fail the same way
+        print(f"[link] error: {exc} (the profile's ccMaxRounds); the night is not published: raise ccMaxRounds "
+              f"in the profile or look for an oversized component", file=sys.stderr)
         return 2
     return 0
 

@@ -47,7 +47,8 @@ PERMANENT_EXIT_CODES: dict[str, dict[int, str]] = {
     "link": {2: "bad arguments or linkage profile; bad input (no record_id/source column, a bad source name, "
                 "duplicate (source, record_id)); a bad decisions file or an incomplete base version; or the "
                 "entity registry refused the date (relinking it would fork the registry, or the previous date "
-                "is not published yet; the job's error names that date)",
+                "is not published yet; the job's error names that date); or the transitive closure did not "
+                "converge within the profile's ccMaxRounds",
              52: "Spark ran out of memory; raise spark.driver.memory / executor memory"},
 }
 EXIT_CODE = re.compile(r"Error code is: (\d+)")

@@ -172,3 +172,30 @@ def test_long_chain_with_too_few_rounds_does_not_converge(spark):
     df = spark.createDataFrame(_chain(rnd, _labels(rnd, 200)), "id1 string, id2 string")
     with pytest.raises(ClosureDidNotConverge, match="did not converge in 2 rounds"):
         connected_components(df, max_rounds=2)
+
+
+def test_link_job_exits_2_when_the_closure_does_not_converge(spark, monkeypatch, capsys):
+    """Non-convergence is deterministic (the same input and profile fail the
+    same way), so the link job exits 2, which SparkJobOperator treats as
+    permanent (no Airflow retry), naming the profile's ``ccMaxRounds``; before,
+    the exception escaped as exit 1 and Airflow ran the link twice more."""
+    import importlib.util
+    from pathlib import Path
+
+    from washline.operators import PERMANENT_EXIT_CODES
+
+    path = Path(__file__).resolve().parents[2] / "spark_jobs" / "link.py"
+    spec = importlib.util.spec_from_file_location("washline_link_job_closure", path)
+    link = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(link)
+    rnd = random.Random(5)
+    chain = spark.createDataFrame(_chain(rnd, _labels(rnd, 200)), "id1 string, id2 string")
+
+    def run(*args, **kwargs):  # the job's closure step, with a limit this chain cannot meet
+        connected_components(chain, max_rounds=2)
+
+    monkeypatch.setattr(link, "run", run)
+    assert link.main(["--curated", "unused", "--out", "unused", "--ds", "2025-01-01"]) == 2
+    err = capsys.readouterr().err
+    assert "[link] error: connected components did not converge in 2 rounds" in err and "ccMaxRounds" in err
+    assert 2 in PERMANENT_EXIT_CODES["link"] and "ccMaxRounds" in PERMANENT_EXIT_CODES["link"][2]
