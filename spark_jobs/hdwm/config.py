@@ -4,7 +4,7 @@ Parameter names and defaults follow the Data Washing Machine parameter file
 template (``DWM10_Parms``; Talburt et al. 2020, see
 ``../shared/data/dwm/PARAMETERS.md``). washline adds a few Spark-only knobs
 (``maxBlockSize``, ``ccCheckpointInterval``, ``ccMaxRounds``,
-``initialRuleMode``), named in the same camelCase style, and a few accuracy
+``initialRuleMode``, ``iterationShortcut``), named in the same camelCase style, and a few accuracy
 rules that are off unless a profile turns them on (so a DWM parameter file
 behaves as in DWM):
 
@@ -205,6 +205,14 @@ class LinkageProfile(BaseModel):
     consistencyMaxComponent: int = Field(2000, ge=3)
     mu: float = Field(0.5, ge=0.0, le=1.0)
     muIterate: float = Field(0.10, gt=0.0, le=1.0)
+    #: washline: skip the iteration work that cannot change the result
+    #: (``hdwm.pipeline``: candidates blocked and scored once per set of
+    #: unassigned references, an iteration with the same links as the last
+    #: one that accepted nothing costs no Spark job, accepted references are
+    #: removed from the blocks instead of blocking again). ``false`` runs the
+    #: plain DWM loop (block, score, cluster and grade every iteration): the
+    #: same partition, slower; for checking.
+    iterationShortcut: bool = True
 
     # --- cluster quality (DWM90/95) ---
     epsilon: float = Field(0.50, ge=0.0, le=1.0)

@@ -12,24 +12,46 @@ for leftover singletons), ``mu`` double (threshold at link time; null for
 singletons), ``quality`` double (normalised entropy quality; 1.0 for
 singletons), ``cluster_size`` int.
 
-Iteration rule (DWM00): frequencies stay global; each iteration blocks only
-the references not yet in an accepted cluster; pairs scoring ≥ mu are linked;
-clusters (size ≥ 2) with quality ≥ epsilon are accepted; then
-``mu += muIterate`` and ``epsilon += epsilonIterate`` (rounded to 2
-decimals, as DWM). The loop stops when mu > 1, when an iteration finds no
-candidate pair or no link, or when no reference is left. Scores do not
-depend on mu, so a pair scored once is cached and never re-scored; and when
-iteration 1 split no block (``maxBlockSize`` not reached), later iterations
-reuse iteration 1's blocks restricted to the remaining references, which is
-exactly what re-blocking them would give.
+Iteration rule (DWM00): frequencies stay global; iteration ``k`` runs at
+``mu_k`` and ``epsilon_k`` (``mu_1 = mu``, then ``+ muIterate`` and
+``+ epsilonIterate``, rounded to 2 decimals as DWM, while ``mu ≤ 1``). It
+blocks the references not yet in an accepted cluster, links the candidate
+pairs scoring ≥ ``mu_k``, forms clusters (connected components, then
+``hdwm.consistency``), and accepts the clusters (size ≥ 2) of quality ≥
+``epsilon_k``. The loop stops when ``mu > 1``, when an iteration finds no
+candidate pair or no link, or when fewer than two references are left.
+
+Work the loop skips (``iterationShortcut``, on by default; each skip gives
+exactly what the plain loop computes, which a test checks partition for
+partition against ``iterationShortcut: false``):
+
+* **Same references, same candidates.** Blocks and candidate pairs depend
+  only on the unassigned references (frequencies are global), and a score
+  does not depend on ``mu``. So the candidates are blocked and scored once
+  per set of unassigned references (``_Candidates``), and the number of links
+  at *every* remaining ``mu`` is counted from the scores in one pass.
+* **Same links, same result.** While no cluster is accepted the references
+  stay the same, and the links at a higher ``mu`` are a subset of those at a
+  lower one; the same count therefore means the same links, the same
+  clusters and qualities, rejected again (``epsilon`` never falls, and a
+  cluster holding a must-link is always accepted, so it cannot be among
+  them). Such an iteration (``unchanged`` in its record) costs no Spark job.
+* **Fewer references, restricted candidates.** After clusters are accepted,
+  blocking the rest again gives iteration ``k``'s blocks minus the accepted
+  references, as long as no block was split at ``maxBlockSize`` (a split
+  depends on the block's size); the scored pairs are then restricted, not
+  rebuilt. When a block was split, the rest is blocked again and only pairs
+  never scored before are scored (the score cache).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 import sys
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -135,6 +157,305 @@ def _override(scores: DataFrame, decided: DataFrame | None, value: float) -> Dat
         "id1", "id2", F.when(F.col("_hit"), F.lit(float(value))).otherwise(F.col("score")).alias("score"))
 
 
+#: Spark local property that names the pipeline stage of every job started
+#: inside it (``StageClock``); the event log and the REST API carry it.
+STAGE_PROPERTY = "washline.stage"
+
+
+class StageClock:
+    """Driver wall seconds per pipeline stage, and the stage's name on its Spark jobs.
+
+    ``with clock("blocking"): ...`` adds the block's wall seconds to
+    ``clock.seconds["blocking"]`` and, for the jobs started inside it, sets
+    the local property ``washline.stage`` (``STAGE_PROPERTY``) and the job
+    description ``hdwm: blocking``. ``benchmarks/scale.py`` reads them back
+    from the event log to attribute each job's shuffle bytes to a stage.
+    Stages do not nest.
+    """
+
+    def __init__(self, spark: SparkSession):
+        self._sc = spark.sparkContext
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str):
+        t = time.time()
+        self._sc.setLocalProperty(STAGE_PROPERTY, name)
+        self._sc.setJobDescription(f"hdwm: {name}")
+        try:
+            yield
+        finally:
+            self._sc.setLocalProperty(STAGE_PROPERTY, None)
+            self._sc.setJobDescription(None)
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.time() - t, 2)
+
+    def since(self, before: dict[str, float]) -> str:
+        """``"blocking 1.2s, scoring 3.4s"``: seconds per stage added since the snapshot ``before``."""
+        parts = [f"{k} {v - before.get(k, 0.0):.1f}s" for k, v in self.seconds.items() if v - before.get(k, 0.0) >= 0.05]
+        return ", ".join(parts) or "no Spark work"
+
+
+def mu_levels(profile: LinkageProfile) -> list[tuple[float, float]]:
+    """``(mu, epsilon)`` of iterations 1, 2, …: the profile's ``mu`` and
+    ``epsilon``, then ``+ muIterate`` / ``+ epsilonIterate`` (rounded to 2
+    decimals as DWM, epsilon at most 1) while ``mu ≤ 1``."""
+    levels, mu, eps = [], float(profile.mu), float(profile.epsilon)
+    while mu <= 1.0 + 1e-9:
+        levels.append((mu, eps))
+        mu = round(mu + profile.muIterate, 2)
+        eps = round(min(1.0, eps + profile.epsilonIterate), 2)
+    return levels
+
+
+@dataclass
+class _Candidates:
+    """The candidate pairs of one set of unassigned references, scored.
+
+    ``members``: (``block_key``, ``sub_block``, ``record_id``, ``block_size``)
+    block members (frozen). ``scored``: (``id1``, ``id2``, ``score``) every
+    candidate pair (frozen). ``stats``: ``block_stats(members)`` plus
+    ``pairs``. ``links``: {iteration: pairs scoring ≥ that iteration's mu}
+    for the iteration they were built in and every later one.
+    ``built``: the iteration they were built for. ``how``: ``blocked`` (blocked and scored), ``restricted`` (the previous
+    candidates without the accepted references) or ``reblocked`` (blocked
+    again, only new pairs scored). ``close_calls``: (iteration, mu) of the
+    iterations that linked with them.
+    """
+
+    members: DataFrame
+    scored: DataFrame
+    stats: dict
+    links: dict[int, int]
+    how: str
+    built: int
+    close_calls: list[tuple[int, float]] = field(default_factory=list)
+    retired: bool = False
+
+
+class _Iterations:
+    """The DWM iteration loop (module docstring: the rule and the work it skips).
+
+    Holds what crosses iterations: the accepted references (``assigned``,
+    ``LINKS_SCHEMA``), the score cache (disjoint frozen (``id1``, ``id2``,
+    ``score``) frames), the why-linked rows and the iteration records.
+    """
+
+    def __init__(self, spark, profile, clock, n_refs, tokens, freq, ctokens, ids, must_link, cannot_link):
+        self.spark, self.profile, self.clock, self.n_refs = spark, profile, clock, n_refs
+        self.tokens, self.freq, self.ctokens, self.ids = tokens, freq, ctokens, ids
+        self.must_link, self.cannot_link = must_link, cannot_link
+        self.shortcut = bool(profile.iterationShortcut)
+        self.levels = mu_levels(profile)
+        self.assigned = spark.createDataFrame([], LINKS_SCHEMA)
+        self.n_assigned = 0
+        self.score_cache: list[DataFrame] = []
+        self.why: list[DataFrame] = []  # (id1, id2, score, iteration, accepted) per iteration
+        self.records: list[dict] = []
+
+    def run(self) -> None:
+        """Run every iteration; afterwards ``assigned``, ``why`` and ``records`` hold the result."""
+        self.cands: _Candidates | None = None
+        try:
+            self._run()
+        finally:
+            self._retire(self.cands)
+
+    def _run(self) -> None:
+        cands = None  # candidates of the references still unassigned (None: not built yet)
+        accepted = None  # record ids the last evaluated iteration accepted (None: none)
+        settled = None  # record of the last evaluated iteration on ``cands`` (it accepted nothing)
+        for it, (mu, eps) in enumerate(self.levels, 1):
+            ti, before = time.time(), dict(self.clock.seconds)
+            rec = {"iteration": it, "mu": mu, "epsilon": eps, "references": self.n_refs - self.n_assigned,
+                   "blocks": 0, "largest_block": 0, "pairs_compared": 0, "links": 0, "clusters": 0,
+                   "accepted_clusters": 0, "mean_quality": None, "unchanged": False, "components_checked": 0,
+                   "oversize_components": 0, "candidates": None, "seconds": 0.0}
+            self.records.append(rec)
+            if rec["references"] < 2:
+                _say(f"iteration {it}: fewer than 2 references left, stop")
+                return
+            if cands is None or accepted is not None or not self.shortcut:
+                self._retire(cands)
+                cands = self.cands = self._candidates(it, cands, accepted)
+                settled = None
+            rec["candidates"] = cands.how if rec["iteration"] == cands.built else "same"
+            rec.update(blocks=cands.stats["blocks"], largest_block=cands.stats["largest_block"],
+                       pairs_compared=cands.stats["pairs"], links=cands.links[it])
+            if rec["pairs_compared"] == 0 or rec["links"] == 0:
+                rec["seconds"] = round(time.time() - ti, 2)
+                _say(f"iteration {it}: mu={mu:.2f} refs={rec['references']} blocks={rec['blocks']} "
+                     f"pairs={rec['pairs_compared']} links={rec['links']}, stop")
+                return
+            cands.close_calls.append((it, mu))
+            if self.shortcut and settled is not None and rec["links"] == settled["links"]:
+                # same references, and links at a higher mu ⊆ the settled ones: the same count is the
+                # same links, so the same clusters, rejected again (epsilon never falls)
+                rec.update({k: settled[k] for k in ("clusters", "mean_quality", "components_checked",
+                                                    "oversize_components")}, unchanged=True)
+                rec["seconds"] = round(time.time() - ti, 2)
+                _say(f"iteration {it}: mu={mu:.2f} eps={eps:.2f} refs={rec['references']} links={rec['links']}: "
+                     f"the links of iteration {settled['iteration']}, so its {rec['clusters']} cluster(s), "
+                     f"none accepted (nothing recomputed)")
+                continue
+            rounds, accepted = self._evaluate(rec, cands, it, mu, eps)
+            settled = rec if accepted is None else None
+            rec["seconds"] = round(time.time() - ti, 2)
+            _say(f"iteration {it}: mu={mu:.2f} eps={eps:.2f} refs={rec['references']} blocks={rec['blocks']} "
+                 f"largest_block={rec['largest_block']} oversize_blocks={cands.stats['oversize_blocks']} "
+                 f"pairs={rec['pairs_compared']} links={rec['links']} cc_rounds={rounds} clusters={rec['clusters']} "
+                 f"accepted={rec['accepted_clusters']} mean_quality={rec['mean_quality']} "
+                 f"({rec['seconds']}s: {self.clock.since(before)})")
+        _say(f"mu={round(self.levels[-1][0] + self.profile.muIterate, 2) if self.levels else self.profile.mu:.2f} "
+             f"> 1, stop")
+
+    # -- candidates: blocks, pairs and scores of the unassigned references --------------------------
+
+    def _candidates(self, it: int, previous: _Candidates | None, accepted: DataFrame | None) -> _Candidates:
+        """Candidates of the references unassigned before iteration ``it``.
+
+        ``previous``/``accepted``: the candidates the last evaluated iteration
+        used and the record ids it accepted. With the shortcut and no block
+        split in ``previous``, blocking the rest again would give
+        ``previous``'s blocks without ``accepted``, so they are restricted
+        instead; otherwise the unassigned references are blocked again.
+        """
+        restrict = (self.shortcut and previous is not None and accepted is not None
+                    and previous.stats["oversize_blocks"] == 0)
+        with self.clock("blocking"):
+            if restrict:
+                members = _freeze(
+                    previous.members.join(accepted, "record_id", "left_anti")
+                    .withColumn("block_size", F.count(F.lit(1)).over(Window.partitionBy("block_key")).cast("long"))
+                    .filter(F.col("block_size") >= 2)
+                )
+            else:
+                active = self.tokens.join(self.assigned.select("record_id"), "record_id", "left_anti")
+                br = build_blocks(active, self.freq, self.profile)
+                members = _freeze(br.members)
+                pairs = br.pairs
+                if self.must_link is not None:
+                    # human must-links are candidates whatever the blocking says
+                    live = self.ids.join(self.assigned.select("record_id"), "record_id", "left_anti")
+                    ml = (self.must_link.join(live.withColumnRenamed("record_id", "id1"), "id1")
+                          .join(live.withColumnRenamed("record_id", "id2"), "id2").select("id1", "id2"))
+                    pairs = pairs.unionByName(ml).distinct()
+                pairs = _freeze(pairs)
+            stats = block_stats(members, self.profile)
+        with self.clock("scoring"):
+            if restrict:
+                # a pair of two unassigned references is still a candidate, with the same score
+                scored = _freeze(
+                    previous.scored.join(accepted.withColumnRenamed("record_id", "id1"), "id1", "left_anti")
+                    .join(accepted.withColumnRenamed("record_id", "id2"), "id2", "left_anti")
+                    .select("id1", "id2", "score")
+                )
+            else:
+                scored = self._score(pairs)
+            later = [(k, mu) for k, (mu, _) in enumerate(self.levels, 1) if k >= it]
+            row = scored.agg(F.count(F.lit(1)).alias("pairs"), *[
+                F.sum(F.when(F.col("score") >= mu - 1e-12, 1).otherwise(0)).alias(f"links_{k}") for k, mu in later
+            ]).first()
+        stats["pairs"] = int(row["pairs"])
+        how = "restricted" if restrict else "reblocked" if self.shortcut and previous is not None else "blocked"
+        return _Candidates(members, scored, stats, {k: int(row[f"links_{k}"] or 0) for k, _ in later}, how, it)
+
+    def _score(self, pairs: DataFrame) -> DataFrame:
+        """(``id1``, ``id2``) → frozen (``id1``, ``id2``, ``score``). With the
+        shortcut a pair scored before takes its cached score (scores do not
+        depend on mu or on the other references) and only new pairs are scored."""
+        known = None
+        if self.shortcut and self.score_cache:
+            cache = reduce(DataFrame.unionByName, self.score_cache)
+            known = pairs.join(cache, ["id1", "id2"])
+            pairs = pairs.join(cache.select("id1", "id2"), ["id1", "id2"], "left_anti")
+        fresh = _freeze(_override(_override(score_pairs(pairs, self.ctokens, self.profile), self.must_link, 1.0),
+                                  self.cannot_link, 0.0))
+        if not self.shortcut:
+            return fresh
+        self.score_cache.append(fresh)
+        return fresh if known is None else _freeze(known.unionByName(fresh))
+
+    # -- one evaluated iteration: links → clusters → quality → accepted ------------------------------
+
+    def _evaluate(self, rec: dict, cands: _Candidates, it: int, mu: float, eps: float):
+        """Cluster the links at ``mu`` and accept clusters of quality ≥ ``eps``.
+        Updates ``rec`` and ``assigned``; returns (closure rounds, frozen
+        accepted record ids or None when none was accepted)."""
+        profile, must_link = self.profile, self.must_link
+        with self.clock("components"):
+            links = _freeze(cands.scored.filter(F.col("score") >= mu - 1e-12))
+            comps, rounds = connected_components(
+                links, checkpoint_interval=profile.ccCheckpointInterval, max_rounds=profile.ccMaxRounds
+            )
+            comps = _freeze(comps.withColumnRenamed("component", "cluster_id"))
+            if profile.clusterConsistency:
+                # washline: split each component into conflict-free clusters
+                # (hdwm.consistency; cannot-link constrained single linkage)
+                comps, cstat = consistent_clusters(comps, links, self.ctokens, profile, self.cannot_link, must_link)
+                comps = _freeze(comps)
+                rec["components_checked"] = cstat["components_checked"]
+                rec["oversize_components"] = cstat["oversize_components"]
+        with self.clock("quality"):
+            q = cluster_quality(comps, self.tokens)
+            if must_link is not None:
+                # a cluster holding a human must-link is accepted whatever its entropy says
+                forced = (
+                    must_link.join(comps.select(F.col("record_id").alias("id1"), F.col("cluster_id").alias("c1")), "id1")
+                    .join(comps.select(F.col("record_id").alias("id2"), F.col("cluster_id").alias("c2")), "id2")
+                    .filter(F.col("c1") == F.col("c2")).select(F.col("c1").alias("cluster_id")).distinct()
+                    .withColumn("_forced", F.lit(True))
+                )
+                q = q.join(forced, "cluster_id", "left").withColumn("_ok", (F.col("quality") >= eps - 1e-12)
+                                                                    | F.coalesce("_forced", F.lit(False)))
+            else:
+                q = q.withColumn("_ok", F.col("quality") >= eps - 1e-12)
+            q = _freeze(q.select("cluster_id", "cluster_size", "quality", "_ok"))
+            qrow = q.agg(
+                F.count(F.lit(1)).alias("clusters"),
+                F.sum(F.when(F.col("_ok"), 1).otherwise(0)).alias("accepted"),
+                F.avg("quality").alias("mean_quality"),
+                F.sum(F.when(F.col("_ok"), F.col("cluster_size")).otherwise(0)).alias("acc_refs"),
+            ).first()
+            acc_refs = int(qrow["acc_refs"] or 0)
+            rec.update(clusters=int(qrow["clusters"]), accepted_clusters=int(qrow["accepted"] or 0),
+                       mean_quality=round(float(qrow["mean_quality"]), 4) if qrow["mean_quality"] is not None else None)
+            if not acc_refs:
+                return rounds, None
+            self.n_assigned += acc_refs
+            new_assign = _freeze(comps.join(q.filter(F.col("_ok")).drop("_ok"), "cluster_id").select(
+                "record_id", "cluster_id", F.lit(it).cast("int").alias("iteration"),
+                F.lit(mu).cast("double").alias("mu"), "quality", "cluster_size",
+            ))
+            self.assigned = _freeze(self.assigned.unionByName(new_assign))
+            # why-linked output: the links inside the accepted clusters
+            na = new_assign.select("record_id", "cluster_id")
+            self.why.append(_freeze(
+                links.join(na.select(F.col("record_id").alias("id1"), F.col("cluster_id").alias("c1")), "id1")
+                .join(na.select(F.col("record_id").alias("id2"), F.col("cluster_id").alias("c2")), "id2")
+                .filter(F.col("c1") == F.col("c2"))
+                .select("id1", "id2", "score", F.lit(it).cast("int").alias("iteration"), F.lit(True).alias("accepted"))
+            ))
+            return rounds, new_assign.select("record_id")
+
+    def _retire(self, cands: _Candidates | None) -> None:
+        """Keep the close calls of ``cands`` before they are replaced: a pair
+        scoring within ``NEAR_MISS_BAND`` below an iteration's mu, once, at the
+        last iteration it was one (the why-linked output keeps only that one)."""
+        if cands is None or cands.retired:
+            return
+        cands.retired = True
+        if not cands.close_calls:
+            return
+        s = F.col("score")
+        last = F.coalesce(*[F.when((s < mu - 1e-12) & (s >= mu - NEAR_MISS_BAND - 1e-12), F.lit(it))
+                            for it, mu in reversed(cands.close_calls)])
+        with self.clock("quality"):
+            self.why.append(_freeze(
+                cands.scored.select("id1", "id2", "score", last.cast("int").alias("iteration"))
+                .filter(F.col("iteration").isNotNull()).withColumn("accepted", F.lit(False))
+            ))
+
+
 def run_linkage(
     spark: SparkSession,
     refs: DataFrame,
@@ -209,12 +530,15 @@ def link_references(
         raise ValueError(f"refs lacks columns {sorted(missing)}")
     if checkpoint_dir:
         spark.sparkContext.setCheckpointDir(str(checkpoint_dir))
+    clock = StageClock(spark)
 
-    base_cols = [F.col("record_id").cast("string").alias("record_id"), F.col("text").cast("string").alias("text")]
-    if "truth_entity" in refs.columns:
-        base_cols.append(F.col("truth_entity").cast("string").alias("truth_entity"))
-    refs = _freeze(refs.select(*base_cols))
-    crow = refs.agg(F.count(F.lit(1)).alias("n"), F.countDistinct("record_id").alias("d")).first()
+    with clock("read"):
+        base_cols = [F.col("record_id").cast("string").alias("record_id"),
+                     F.col("text").cast("string").alias("text")]
+        if "truth_entity" in refs.columns:
+            base_cols.append(F.col("truth_entity").cast("string").alias("truth_entity"))
+        refs = _freeze(refs.select(*base_cols))
+        crow = refs.agg(F.count(F.lit(1)).alias("n"), F.countDistinct("record_id").alias("d")).first()
     n_refs, n_ids = int(crow["n"]), int(crow["d"])
     if n_ids != n_refs:
         raise ValueError(f"record_id is not unique: {n_refs} rows, {n_ids} distinct ids")
@@ -232,237 +556,70 @@ def link_references(
 
     # every frozen frame is derived from frozen inputs only, so no plan is
     # ever computed twice (tokens → freq → correction map → corrected tokens)
-    tokens = _freeze(tokenize(refs, profile))
-    if frequencies is None:
-        freq = _freeze(token_frequencies(tokens))
-    else:
-        # global (population) frequencies given: the subset sees them, not its own counts
-        freq = _freeze(frequencies.select(F.col("token").cast("string").alias("token"),
-                                          F.col("freq").cast("long").alias("freq")))
+    with clock("tokens+frequencies"):
+        tokens = _freeze(tokenize(refs, profile))
+        if frequencies is None:
+            freq = _freeze(token_frequencies(tokens))
+        else:
+            # global (population) frequencies given: the subset sees them, not its own counts
+            freq = _freeze(frequencies.select(F.col("token").cast("string").alias("token"),
+                                              F.col("freq").cast("long").alias("freq")))
     if profile.runGlobalCorrection:
-        cmap = _freeze(correction_map(freq, profile))
-        n_fix = cmap.count()
-        if n_fix:
-            tokens = _freeze(apply_corrections(tokens, cmap, profile.removeDuplicateTokens))
-            if frequencies is None:
-                freq = _freeze(token_frequencies(tokens))
-            else:
-                # corrected population counts: every raw count moves to its replacement
-                freq = _freeze(
-                    freq.join(cmap, "token", "left")
-                    .select(F.coalesce("replacement", "token").alias("token"), "freq")
-                    .groupBy("token").agg(F.sum("freq").cast("long").alias("freq"))
-                )
-        _say(f"global correction: {n_fix} rare tokens replaced by a frequent token one edit away ({time.time() - t0:.1f}s since start)")
-    frow = freq.agg(
-        F.count(F.lit(1)).alias("n"), F.sum(F.when(F.col("freq") >= profile.sigma, 1).otherwise(0)).alias("s")
-    ).first()
-    n_tokens, stops = int(frow["n"]), int(frow["s"] or 0)
-    _say(f"distinct tokens={n_tokens} stop tokens (freq>={profile.sigma})={stops} ({time.time() - t0:.1f}s since start)")
-    ctokens = _freeze(comparison_tokens(tokens, freq, profile, n_pop))
-    ids = refs.select("record_id")
-    must_link = _decision_pairs(must_link)
-    cannot_link = _decision_pairs(cannot_link)
-    if must_link is not None:  # decisions about references of this run only
-        must_link = _freeze(must_link.join(ids.withColumnRenamed("record_id", "id1"), "id1")
-                            .join(ids.withColumnRenamed("record_id", "id2"), "id2").select("id1", "id2"))
-    if cannot_link is not None:
-        cannot_link = _freeze(cannot_link.join(ids.withColumnRenamed("record_id", "id1"), "id1")
-                              .join(ids.withColumnRenamed("record_id", "id2"), "id2").select("id1", "id2"))
-    why = spark.createDataFrame([], "id1 string, id2 string, score double, iteration int, accepted boolean")
-
-    cache = spark.createDataFrame([], "id1 string, id2 string, score double")
-    assigned = spark.createDataFrame([], LINKS_SCHEMA)
-    mu, eps = float(profile.mu), float(profile.epsilon)
-    iterations: list[dict] = []
-    it = 0
-    n_assigned = 0
-    first_members = first_pairs = None
-    reblock = True
-    # what the previous iteration left, so the next one only subtracts what it
-    # accepted (``prev_done``) instead of starting again from iteration 1's blocks
-    prev = None  # dict(members, pairs, bs, n_pairs, scored, n_links, eps, rec) of the previous iteration
-    prev_done = None  # record ids accepted by the previous iteration (frozen), None = none
-    while mu <= 1.0 + 1e-9:
-        it += 1
-        ti = time.time()
-        n_active = n_refs - n_assigned
-        rec = {"iteration": it, "mu": mu, "epsilon": eps, "references": n_active, "blocks": 0,
-               "largest_block": 0, "pairs_compared": 0, "links": 0, "clusters": 0,
-               "accepted_clusters": 0, "mean_quality": None, "unchanged": False, "components_checked": 0,
-               "oversize_components": 0, "seconds": 0.0}
-        if n_active < 2:
-            rec["seconds"] = round(time.time() - ti, 2)
-            iterations.append(rec)
-            _say(f"iteration {it}: fewer than 2 references left, stop")
-            break
-        unchanged = prev is not None and prev_done is None and not reblock
-        if first_members is None or reblock:
-            active = tokens.join(assigned.select("record_id"), "record_id", "left_anti")
-            br = build_blocks(active, freq, profile)
-            members = _freeze(br.members)
-            pairs = _freeze(br.pairs)
-            if first_members is None:
-                first_members, first_pairs = members, pairs
-        elif unchanged:
-            # The previous iteration accepted no cluster: the same references
-            # remain, so the blocks and candidate pairs are exactly the same.
-            members, pairs = prev["members"], prev["pairs"]
-        else:
-            # No block was split in iteration 1, so blocking the remaining
-            # references again gives exactly iteration 1's blocks and pairs
-            # restricted to them (frequencies are global): reuse, don't rebuild.
-            # Blocks and pairs only shrink, so removing just what the previous
-            # iteration accepted from its (already reduced) frames is the same.
-            done = prev_done
-            members = prev["members"].join(done, "record_id", "left_anti")
-            members = _freeze(
-                members.withColumn("block_size", F.count(F.lit(1)).over(Window.partitionBy("block_key")))
-                .filter(F.col("block_size") >= 2)
-            )
-            pairs = _freeze(
-                prev["pairs"].join(done.withColumnRenamed("record_id", "id1"), "id1", "left_anti")
-                .join(done.withColumnRenamed("record_id", "id2"), "id2", "left_anti")
-                .select("id1", "id2")
-            )
-        if must_link is not None and not unchanged:
-            # human must-links are candidates whatever the blocking says
-            live = ids.join(assigned.select("record_id"), "record_id", "left_anti")
-            ml = (must_link.join(live.withColumnRenamed("record_id", "id1"), "id1")
-                  .join(live.withColumnRenamed("record_id", "id2"), "id2").select("id1", "id2"))
-            pairs = _freeze(pairs.unionByName(ml).distinct())
-        if unchanged:
-            bs, n_pairs = prev["bs"], prev["n_pairs"]
-        else:
-            bs = block_stats(members, profile)
-            n_pairs = pairs.count()
-        if it == 1:
-            reblock = bs["oversize_blocks"] > 0
-        t_block = time.time()
-        rec.update(blocks=bs["blocks"], largest_block=bs["largest_block"], pairs_compared=n_pairs)
-        if n_pairs == 0:
-            rec["seconds"] = round(time.time() - ti, 2)
-            iterations.append(rec)
-            _say(f"iteration {it}: mu={mu:.2f} no candidate pairs, stop")
-            break
-        if unchanged:
-            scored = prev["scored"]  # the same pairs: their scores are known
-        else:
-            new_pairs = pairs.join(cache.select("id1", "id2"), ["id1", "id2"], "left_anti")
-            fresh = _override(_override(score_pairs(new_pairs, ctokens, profile), must_link, 1.0), cannot_link, 0.0)
-            cache = _freeze(cache.unionByName(fresh))
-            scored = _freeze(pairs.join(cache, ["id1", "id2"]))
-        links = _freeze(scored.filter(F.col("score") >= mu - 1e-12))
-        n_links = links.count()
-        t_score = time.time()
-        rec["links"] = n_links
-        if n_links == 0:
-            rec["seconds"] = round(time.time() - ti, 2)
-            iterations.append(rec)
-            _say(f"iteration {it}: mu={mu:.2f} refs={n_active} blocks={bs['blocks']} "
-                 f"pairs={n_pairs} links=0, stop")
-            break
-        if unchanged and n_links == prev["n_links"] and abs(eps - prev["eps"]) < 1e-12:
-            # Same references and a higher mu: the links are a subset of the
-            # previous ones, so the same count means the same links, hence the
-            # same clusters with the same quality, rejected again at the same
-            # epsilon. Skip components and quality; the result is identical.
-            rec.update(clusters=prev["rec"]["clusters"], accepted_clusters=0,
-                       mean_quality=prev["rec"]["mean_quality"], unchanged=True)
-            rec["seconds"] = round(time.time() - ti, 2)
-            iterations.append(rec)
-            _say(f"iteration {it}: mu={mu:.2f} eps={eps:.2f} refs={n_active} pairs={n_pairs} links={n_links}: "
-                 f"the same links as iteration {it - 1}, so the same {rec['clusters']} cluster(s), none accepted "
-                 f"(components and quality skipped; {rec['seconds']}s)")
-            prev = dict(prev, rec=rec)
-            prev_done = None
-            mu = round(mu + profile.muIterate, 2)
-            eps = round(min(1.0, eps + profile.epsilonIterate), 2)
-            continue
-        comps, rounds = connected_components(
-            links, checkpoint_interval=profile.ccCheckpointInterval, max_rounds=profile.ccMaxRounds
-        )
-        comps = _freeze(comps.withColumnRenamed("component", "cluster_id"))
-        if profile.clusterConsistency:
-            # washline: split each component into conflict-free clusters
-            # (hdwm.consistency; cannot-link constrained single linkage)
-            comps, cstat = consistent_clusters(comps, links, ctokens, profile, cannot_link, must_link)
-            comps = _freeze(comps)
-            rec["components_checked"] = cstat["components_checked"]
-            rec["oversize_components"] = cstat["oversize_components"]
-        t_cc = time.time()
-        q = cluster_quality(comps, tokens)
-        if must_link is not None:
-            # a cluster holding a human must-link is accepted whatever its entropy says
-            forced = (
-                must_link.join(comps.select(F.col("record_id").alias("id1"), F.col("cluster_id").alias("c1")), "id1")
-                .join(comps.select(F.col("record_id").alias("id2"), F.col("cluster_id").alias("c2")), "id2")
-                .filter(F.col("c1") == F.col("c2")).select(F.col("c1").alias("cluster_id")).distinct()
-                .withColumn("_forced", F.lit(True))
-            )
-            q = q.join(forced, "cluster_id", "left").withColumn("_ok", (F.col("quality") >= eps - 1e-12)
-                                                                | F.coalesce("_forced", F.lit(False)))
-        else:
-            q = q.withColumn("_ok", F.col("quality") >= eps - 1e-12)
-        q = _freeze(q.select("cluster_id", "cluster_size", "quality", "_ok"))
-        qrow = q.agg(
-            F.count(F.lit(1)).alias("clusters"),
-            F.sum(F.when(F.col("_ok"), 1).otherwise(0)).alias("accepted"),
-            F.avg("quality").alias("mean_quality"),
-            F.sum(F.when(F.col("_ok"), F.col("cluster_size")).otherwise(0)).alias("acc_refs"),
+        with clock("correction"):
+            cmap = _freeze(correction_map(freq, profile))
+            n_fix = cmap.count()
+            if n_fix:
+                tokens = _freeze(apply_corrections(tokens, cmap, profile.removeDuplicateTokens))
+                if frequencies is None:
+                    freq = _freeze(token_frequencies(tokens))
+                else:
+                    # corrected population counts: every raw count moves to its replacement
+                    freq = _freeze(
+                        freq.join(cmap, "token", "left")
+                        .select(F.coalesce("replacement", "token").alias("token"), "freq")
+                        .groupBy("token").agg(F.sum("freq").cast("long").alias("freq"))
+                    )
+        _say(f"global correction: {n_fix} rare tokens replaced by a frequent token one edit away "
+             f"({time.time() - t0:.1f}s since start)")
+    with clock("tokens+frequencies"):
+        frow = freq.agg(
+            F.count(F.lit(1)).alias("n"), F.sum(F.when(F.col("freq") >= profile.sigma, 1).otherwise(0)).alias("s")
         ).first()
-        n_assigned += int(qrow["acc_refs"] or 0)
-        rec.update(clusters=int(qrow["clusters"]), accepted_clusters=int(qrow["accepted"] or 0),
-                   mean_quality=round(float(qrow["mean_quality"]), 4) if qrow["mean_quality"] is not None else None)
-        accepted = q.filter(F.col("_ok")).drop("_ok")
-        new_assign = comps.join(accepted, "cluster_id").select(
-            "record_id", "cluster_id", F.lit(it).cast("int").alias("iteration"),
-            F.lit(mu).cast("double").alias("mu"), "quality", "cluster_size",
-        )
-        assigned = _freeze(assigned.unionByName(new_assign))
-        # why-linked output: the links inside accepted clusters, and the close calls below mu
-        na = new_assign.select("record_id", "cluster_id")
-        inside = (
-            links.join(na.select(F.col("record_id").alias("id1"), F.col("cluster_id").alias("c1")), "id1")
-            .join(na.select(F.col("record_id").alias("id2"), F.col("cluster_id").alias("c2")), "id2")
-            .filter(F.col("c1") == F.col("c2"))
-            .select("id1", "id2", "score", F.lit(it).cast("int").alias("iteration"), F.lit(True).alias("accepted"))
-        )
-        near = scored.filter((F.col("score") < mu - 1e-12) & (F.col("score") >= mu - NEAR_MISS_BAND - 1e-12)).select(
-            "id1", "id2", "score", F.lit(it).cast("int").alias("iteration"), F.lit(False).alias("accepted"))
-        why = _freeze(why.unionByName(inside).unionByName(near))
-        prev_done = _freeze(new_assign.select("record_id")) if int(qrow["acc_refs"] or 0) else None
-        prev = {"members": members, "pairs": pairs, "bs": bs, "n_pairs": n_pairs, "scored": scored,
-                "n_links": n_links, "eps": eps, "rec": rec}
-        rec["seconds"] = round(time.time() - ti, 2)
-        iterations.append(rec)
-        _say(
-            f"iteration {it}: mu={mu:.2f} eps={eps:.2f} refs={n_active} blocks={bs['blocks']} "
-            f"largest_block={bs['largest_block']} oversize_blocks={bs['oversize_blocks']} "
-            f"pairs={n_pairs} links={n_links} cc_rounds={rounds} clusters={rec['clusters']} "
-            f"accepted={rec['accepted_clusters']} mean_quality={rec['mean_quality']} "
-            f"({rec['seconds']}s: blocking {t_block - ti:.1f}s, scoring {t_score - t_block:.1f}s, "
-            f"components {t_cc - t_score:.1f}s, quality {time.time() - t_cc:.1f}s)"
-        )
-        mu = round(mu + profile.muIterate, 2)
-        eps = round(min(1.0, eps + profile.epsilonIterate), 2)
-    else:
-        _say(f"mu={mu:.2f} > 1, stop")
+        n_tokens, stops = int(frow["n"]), int(frow["s"] or 0)
+        _say(f"distinct tokens={n_tokens} stop tokens (freq>={profile.sigma})={stops} "
+             f"({time.time() - t0:.1f}s since start)")
+        ctokens = _freeze(comparison_tokens(tokens, freq, profile, n_pop))
+    with clock("read"):
+        ids = refs.select("record_id")
+        must_link = _decision_pairs(must_link)
+        cannot_link = _decision_pairs(cannot_link)
+        if must_link is not None:  # decisions about references of this run only
+            must_link = _freeze(must_link.join(ids.withColumnRenamed("record_id", "id1"), "id1")
+                                .join(ids.withColumnRenamed("record_id", "id2"), "id2").select("id1", "id2"))
+        if cannot_link is not None:
+            cannot_link = _freeze(cannot_link.join(ids.withColumnRenamed("record_id", "id1"), "id1")
+                                  .join(ids.withColumnRenamed("record_id", "id2"), "id2").select("id1", "id2"))
 
-    singles = refs.join(assigned.select("record_id"), "record_id", "left_anti").select(
-        "record_id", F.col("record_id").alias("cluster_id"), F.lit(0).cast("int").alias("iteration"),
-        F.lit(None).cast("double").alias("mu"), F.lit(1.0).alias("quality"), F.lit(1).cast("int").alias("cluster_size"),
-    )
-    links_df = _freeze(assigned.unionByName(singles))
-    summary = links_df.agg(
-        F.count(F.lit(1)).alias("refs"),
-        F.countDistinct("cluster_id").alias("clusters"),
-        F.sum(F.when(F.col("cluster_size") == 1, 1).otherwise(0)).alias("singletons"),
-        F.max("cluster_size").alias("largest"),
-    ).first()
-    pairwise = None
-    if "truth_entity" in refs.columns:
-        pairwise = pairwise_metrics(links_df.join(refs.select("record_id", "truth_entity"), "record_id"))
+    loop = _Iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, ids, must_link, cannot_link)
+    loop.run()
+    assigned, iterations = loop.assigned, loop.records
+
+    with clock("summary"):
+        singles = refs.join(assigned.select("record_id"), "record_id", "left_anti").select(
+            "record_id", F.col("record_id").alias("cluster_id"), F.lit(0).cast("int").alias("iteration"),
+            F.lit(None).cast("double").alias("mu"), F.lit(1.0).alias("quality"),
+            F.lit(1).cast("int").alias("cluster_size"),
+        )
+        links_df = _freeze(assigned.unionByName(singles))
+        summary = links_df.agg(
+            F.count(F.lit(1)).alias("refs"),
+            F.countDistinct("cluster_id").alias("clusters"),
+            F.sum(F.when(F.col("cluster_size") == 1, 1).otherwise(0)).alias("singletons"),
+            F.max("cluster_size").alias("largest"),
+        ).first()
+        pairwise = None
+        if "truth_entity" in refs.columns:
+            pairwise = pairwise_metrics(links_df.join(refs.select("record_id", "truth_entity"), "record_id"))
     metrics = {
         "references": int(summary["refs"]),
         "clusters": int(summary["clusters"]),
@@ -471,8 +628,11 @@ def link_references(
         "effective_parameters": eff_params,
         "iterations": iterations,
         "pairwise": pairwise,
+        "stages": dict(clock.seconds),
         "seconds": round(time.time() - t0, 2),
     }
+    why = (reduce(DataFrame.unionByName, loop.why) if loop.why else
+           spark.createDataFrame([], "id1 string, id2 string, score double, iteration int, accepted boolean"))
     # a close call whose two references ended in one cluster later is not a rejection
     lab = links_df.select("record_id", "cluster_id")
     why = (

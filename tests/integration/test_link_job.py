@@ -103,6 +103,6 @@ def test_link_job_on_febrl1(spark, curated, tmp_path):
     assert len(it) >= 2 and it[1]["mu"] > it[0]["mu"]  # at least one mu iteration really ran
     assert set(it[0]) == {"iteration", "mu", "epsilon", "references", "blocks", "largest_block",
                           "pairs_compared", "links", "clusters", "accepted_clusters", "mean_quality", "unchanged",
-                          "components_checked", "oversize_components", "seconds"}
+                          "components_checked", "oversize_components", "candidates", "seconds"}
     assert metrics["pairwise"]["f1"] >= F1_FLOOR, metrics["pairwise"]
     assert not (out / "_checkpoint").exists()
