@@ -1,26 +1,36 @@
-"""Speed and memory of HDWM (and Splink on DuckDB) on growing synthetic inputs.
+"""Speed and memory of washline HDWM against Splink on DuckDB, on the same files in the same run.
 
-    benchmarks/.venv/bin/python benchmarks/scale.py --sizes 100000,1000000 --repeat 3 [--skip-splink]
+    benchmarks/.venv/bin/python benchmarks/scale.py --sizes 100000,1000000 [--repeat 3] [--skip-splink]
     benchmarks/.venv/bin/python benchmarks/scale.py --febrl3 --repeat 3
-    benchmarks/.venv/bin/python benchmarks/scale.py --sizes 100000,1000000 --skip-hdwm   # Splink only
+    benchmarks/.venv/bin/python benchmarks/scale.py --sizes 100000 --set iterationShortcut=false
 
 For each size: ``benchmarks/synth.py --records N --seed 42`` (cached in the
-temp folder), then ``python -m hdwm --format csv`` in the product venv on
-``local[2]`` as a subprocess, ``--repeat`` times. ``--febrl3`` instead times the
-Airflow link job itself (``spark_jobs/link.py`` on a curated Parquet folder of
-FEBRL3, JVM start included).
+temp folder; ``--generator messy`` uses ``benchmarks/messy.py`` instead),
+then washline ``python -m hdwm --format csv`` in the product venv on
+``local[2]`` as a subprocess, ``--repeat`` times, then Splink on DuckDB once
+on the same file (a subprocess of this script: ``linkage_quality.run_splink``,
+clusters at p ≥ 0.9, no oracle threshold scan). ``--febrl3`` instead times
+the Airflow link job itself (``spark-submit spark_jobs/link.py`` on a curated
+Parquet folder of FEBRL3, JVM start included) and Splink on the FEBRL3 CSV.
 
-Reported per size: median wall seconds of the whole process (Spark start-up
-included), the peak resident memory of the process tree (JVM + Python
-driver + Python workers: the sum of RSS over the tree, sampled every 0.5 s
-with psutil), pairwise F1, and the ``uptime`` load average at start and end
-(the machine is shared; a loaded machine inflates the times). Splink on
-DuckDB runs once per size in a subprocess of this script, same measures.
+Reported per input: median wall seconds of each whole process (JVM or
+Python start-up included), **the ratio washline / Splink** (the figure that
+counts on a shared machine), peak resident memory of the process tree (JVM
++ Python driver + Python workers: the sum of RSS over the tree, sampled every
+0.5 s), pairwise F1, and the load average (1 minute) at start and end.
+
+Stage profile of each washline run: the engine's stages (start-up, read,
+tokens+frequencies, correction, blocking, scoring, components, quality,
+summary, write) with their driver wall seconds (``metrics["stages"]``), and
+from Spark's event log the Spark jobs run, their seconds, shuffle bytes
+written and read, and bytes spilled to disk. Each Spark job carries its stage
+in the local property ``washline.stage`` (``hdwm.pipeline.StageClock``).
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import statistics
@@ -29,12 +39,16 @@ import sys
 import tempfile
 import threading
 import time
+from collections import defaultdict
 from pathlib import Path
 
 import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 PRODUCT_PY = os.environ.get("WASHLINE_PYTHON", str(REPO / ".venv" / "bin" / "python"))
+STAGE_PROPERTY = "washline.stage"  # hdwm.pipeline.STAGE_PROPERTY (this venv has no pyspark)
+STAGE_ORDER = ["start-up", "read", "tokens+frequencies", "correction", "blocking", "scoring", "components",
+               "quality", "summary", "write"]
 
 
 def measure(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, float, str]:
@@ -64,103 +78,198 @@ def measure(cmd: list[str], cwd: Path | None = None, env: dict | None = None) ->
     out, err = proc.communicate()
     done.set()
     th.join()
-    for line in err.splitlines():  # the engine's per-stage progress lines go to stderr
-        if line.startswith("[hdwm]"):
+    for line in err.splitlines():  # the engine's per-iteration progress lines go to stderr
+        if line.startswith(("[hdwm]", "[link]")):
             print(line, file=sys.stderr)
     if proc.returncode != 0:
+        print(err[-3000:], file=sys.stderr)
         raise RuntimeError(f"{cmd[:4]} exited {proc.returncode}")
     return time.time() - t0, peak[0] / 2**30, out
 
 
-def synth(n: int) -> Path:
-    out = Path(tempfile.gettempdir()) / f"synth_{n // 1000}k.csv"
-    if not out.exists():
-        subprocess.run([sys.executable, str(REPO / "benchmarks" / "synth.py"), "--records", str(n),
-                        "--seed", "42", "--out", str(out)], check=True)
-    return out
+def _events(files: list[str]):
+    """The JSON events of the event log ``files``, in order."""
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            for line in fh:
+                yield json.loads(line)
 
 
-def hdwm_cmd(path: Path) -> list[str]:
-    return [PRODUCT_PY, "-m", "hdwm", "--input", str(path), "--format", "csv"]
+def event_log_profile(log_dir: str | Path) -> dict[str, dict]:
+    """Per stage (the ``washline.stage`` local property of each Spark job;
+    ``other`` without one): ``jobs``, ``job_seconds`` (submission to end,
+    summed), ``tasks``, ``shuffle_write`` / ``shuffle_read`` / ``spill``
+    (bytes), read from the uncompressed event log (all its rolled files) in ``log_dir``."""
+    # Spark 4 writes a folder eventlog_v2_<app>/events_<n>_<app> (rolling); older ones one file
+    files = sorted((f for f in glob.glob(os.path.join(str(log_dir), "**", "*"), recursive=True)
+                    if os.path.isfile(f) and not os.path.basename(f).startswith((".", "appstatus"))),
+                   key=lambda f: (os.path.dirname(f), int(os.path.basename(f).split("_")[1])
+                                  if os.path.basename(f).startswith("events_") else 0))
+    if not files:
+        raise RuntimeError(f"no event log in {log_dir}")
+    prof: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "job_seconds": 0.0, "tasks": 0, "shuffle_write": 0,
+                                                 "shuffle_read": 0, "spill": 0})
+    job_stage, job_start, stage_of = {}, {}, {}
+    for ev in _events(files):
+        kind = ev.get("Event")
+        if kind == "SparkListenerJobStart":
+            label = (ev.get("Properties") or {}).get(STAGE_PROPERTY) or "other"
+            job_stage[ev["Job ID"]] = label
+            job_start[ev["Job ID"]] = ev.get("Submission Time", 0)
+            prof[label]["jobs"] += 1
+        elif kind == "SparkListenerJobEnd":
+            label = job_stage.get(ev["Job ID"], "other")
+            prof[label]["job_seconds"] += (ev.get("Completion Time", 0) - job_start.get(ev["Job ID"], 0)) / 1000
+        elif kind == "SparkListenerStageSubmitted":
+            stage_of[ev["Stage Info"]["Stage ID"]] = (ev.get("Properties") or {}).get(STAGE_PROPERTY) or "other"
+        elif kind == "SparkListenerTaskEnd":
+            label = stage_of.get(ev.get("Stage ID"), "other")
+            tm = ev.get("Task Metrics") or {}
+            sw, sr = tm.get("Shuffle Write Metrics") or {}, tm.get("Shuffle Read Metrics") or {}
+            p = prof[label]
+            p["tasks"] += 1
+            p["shuffle_write"] += int(sw.get("Shuffle Bytes Written", 0))
+            p["shuffle_read"] += int(sr.get("Remote Bytes Read", 0)) + int(sr.get("Local Bytes Read", 0))
+            p["spill"] += int(tm.get("Disk Bytes Spilled", 0))
+    return dict(prof)
+
+
+def print_stage_profile(label: str, wall: float, stages: dict[str, float], events: dict[str, dict]) -> None:
+    """One Markdown table: a row per stage, then what no stage covers (interpreter and JVM start)."""
+    mb = 2**20
+    print(f"\nStage profile, {label} (process wall {wall:.1f} s):\n")
+    print("| stage | driver wall s | Spark jobs | job s | tasks | shuffle write MB | shuffle read MB | spill MB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    names = [s for s in STAGE_ORDER if s in stages or s in events] + sorted(
+        (set(stages) | set(events)) - set(STAGE_ORDER))
+    for s in names:
+        e = events.get(s, {})
+        print(f"| {s} | {stages.get(s, 0.0):.1f} | {e.get('jobs', 0)} | {e.get('job_seconds', 0.0):.1f} | "
+              f"{e.get('tasks', 0)} | {e.get('shuffle_write', 0) / mb:.1f} | {e.get('shuffle_read', 0) / mb:.1f} | "
+              f"{e.get('spill', 0) / mb:.1f} |")
+    print(f"| outside the stages | {wall - sum(stages.values()):.1f} | | | | | | |")
+    tot = {k: sum(e.get(k, 0) for e in events.values()) for k in ("jobs", "shuffle_write", "shuffle_read")}
+    print(f"| **all** | {wall:.1f} | {tot['jobs']} | | | {tot['shuffle_write'] / mb:.1f} | "
+          f"{tot['shuffle_read'] / mb:.1f} | |")
+
+
+def synth(n: int, generator: str = "synth") -> Path:
+    """The cached synthetic CSV of ``n`` references (seed 42) for ``generator``."""
+    tmp = Path(tempfile.gettempdir())
+    if generator == "synth":
+        out = tmp / f"synth_{n // 1000}k.csv"
+        if not out.exists():
+            subprocess.run([sys.executable, str(REPO / "benchmarks" / "synth.py"), "--records", str(n),
+                            "--seed", "42", "--out", str(out)], check=True)
+        return out
+    raise SystemExit(f"unknown generator {generator!r}")
 
 
 SPLINK_CHILD = """
 import sys, json
 sys.path.insert(0, {bench!r})
-from linkage_quality import run_splink
+import linkage_quality as lq
+lq.SCAN = (lq.THRESHOLD,)  # the figure that counts: clusters at p >= 0.9, no oracle scan
 from pathlib import Path
-print(json.dumps(run_splink(Path({path!r}), 'csv', None)))
+print(json.dumps(lq.run_splink(Path({path!r}), 'csv', None)))
 """
 
 
-def walls_ok(w: float | None) -> bool:
-    return w is not None
+def run_splink(path: Path) -> tuple[float, float, float]:
+    """Splink on DuckDB on ``path`` in a subprocess: (wall s, peak GiB, F1)."""
+    code = SPLINK_CHILD.format(bench=str(REPO / "benchmarks"), path=str(path))
+    w, pk, out = measure([sys.executable, "-c", code])
+    return w, pk, json.loads(out.strip().splitlines()[-1])["f1"]
+
+
+def febrl3_job(env: dict) -> tuple[list[str], Path, Path]:
+    """(spark-submit command of the link job on curated FEBRL3, its --out folder, the FEBRL3 CSV)."""
+    from linkage_quality import ensure_input  # same folder
+
+    csv_path, _, _ = ensure_input("febrl3")
+    cur = Path(tempfile.mkdtemp(prefix="febrl3-curated-"))
+    code = ("import pandas as pd,sys;df=pd.read_csv(sys.argv[1],dtype=str);"
+            "df=df.rename(columns={'rec_id':'record_id'});df.insert(1,'source','febrl3');"
+            "[df.__setitem__(c, df[c].str.upper()) for c in df.columns if c not in ('record_id','truth_entity','source')];"
+            "df.to_parquet(sys.argv[2]+'/part-0.parquet',index=False)")
+    subprocess.run([PRODUCT_PY, "-c", code, str(csv_path), str(cur)], check=True)
+    submit = str(Path(PRODUCT_PY).parent / "spark-submit")
+    # as Airflow's SparkSubmitOperator runs it: spark-submit --master local[2] (JVM start included);
+    # Python workers must be the product venv's interpreter (pandas UDFs)
+    env.update(PYSPARK_PYTHON=PRODUCT_PY, PYSPARK_DRIVER_PYTHON=PRODUCT_PY)
+    out = cur / "out"
+    cmd = [submit, "--master", "local[2]", "--conf", "spark.ui.showConsoleProgress=false",
+           str(REPO / "spark_jobs" / "link.py"), "--curated", str(cur), "--out", str(out), "--ds", "2024-01-01"]
+    return cmd, out, csv_path
+
+
+def with_event_log(cmd: list[str], log_dir: Path, is_submit: bool) -> list[str]:
+    """``cmd`` writing an uncompressed event log into ``log_dir``."""
+    if not is_submit:
+        return cmd + ["--event-log", str(log_dir)]
+    return cmd[:1] + ["--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={log_dir}",
+                      "--conf", "spark.eventLog.compress=false"] + cmd[1:]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="HDWM scale benchmark")
+    ap = argparse.ArgumentParser(description="washline HDWM against Splink-DuckDB, same files, same run")
     ap.add_argument("--sizes", default="100000")
+    ap.add_argument("--generator", default="synth", choices=["synth"])
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--febrl3", action="store_true", help="time spark_jobs/link.py on FEBRL3 instead")
     ap.add_argument("--skip-splink", action="store_true")
-    ap.add_argument("--skip-hdwm", action="store_true", help="time only Splink on DuckDB (synthetic sizes)")
+    ap.add_argument("--skip-hdwm", action="store_true", help="time only Splink on DuckDB")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="profile override passed to python -m hdwm (synthetic sizes only)")
     a = ap.parse_args(argv)
     env = dict(os.environ, WASHLINE_SPARK_MASTER="local[2]")
-    rows = []
+    runs = []  # (label, washline command, --out folder of a link job or None, file for Splink, is spark-submit)
     if a.febrl3:
-        from linkage_quality import ensure_input  # same folder
-
-        csv_path, _, _ = ensure_input("febrl3")
-        cur = Path(tempfile.mkdtemp(prefix="febrl3-curated-"))
-        code = ("import pandas as pd,sys;df=pd.read_csv(sys.argv[1],dtype=str);"
-                "df=df.rename(columns={'rec_id':'record_id'});"
-                "[df.__setitem__(c, df[c].str.upper()) for c in df.columns if c not in ('record_id','truth_entity')];"
-                "df.to_parquet(sys.argv[2]+'/part-0.parquet',index=False)")
-        subprocess.run([PRODUCT_PY, "-c", code, str(csv_path), str(cur)], check=True)
-        submit = str(Path(PRODUCT_PY).parent / "spark-submit")
-        # as Airflow's SparkSubmitOperator runs it: spark-submit --master local[2] (JVM start included);
-        # Python workers must be the product venv's interpreter (pandas UDFs)
-        env.update(PYSPARK_PYTHON=PRODUCT_PY, PYSPARK_DRIVER_PYTHON=PRODUCT_PY)
-        sizes = [("febrl3 link job (spark-submit)", [submit, "--master", "local[2]",
-                                                     str(REPO / "spark_jobs" / "link.py"), "--curated", str(cur),
-                                                     "--out", str(cur / "out"), "--ds", "2024-01-01"], None)]
+        cmd, out, csv_path = febrl3_job(env)
+        runs.append(("FEBRL3 link job (spark-submit)", cmd, out, csv_path, True))
     else:
-        sizes = []
         for n in (int(x) for x in a.sizes.split(",")):
-            p = synth(n)
-            sizes.append((f"synth {n:,}", hdwm_cmd(p), p))
-    for label, cmd, path in sizes:
+            p = synth(n, a.generator)
+            cmd = [PRODUCT_PY, "-m", "hdwm", "--input", str(p), "--format", "csv"]
+            for kv in a.set:
+                cmd += ["--set", kv]
+            runs.append((f"{a.generator} {n:,}", cmd, None, p, False))
+    rows = []
+    for label, cmd, out, path, is_submit in runs:
         walls, peaks, f1 = [], [], None
         load0 = os.getloadavg()[0]
-        for _ in range(0 if a.skip_hdwm and path is not None else a.repeat):
-            w, pk, out = measure(cmd, cwd=REPO / "spark_jobs", env=env)
+        for k in range(0 if a.skip_hdwm else a.repeat):
+            logs = Path(tempfile.mkdtemp(prefix="hdwm-eventlog-"))
+            w, pk, stdout = measure(with_event_log(cmd, logs, is_submit), cwd=REPO / "spark_jobs", env=env)
             walls.append(w)
             peaks.append(pk)
-            if "{\n" in out:
-                m = json.loads(out[out.index("{\n"):])
-                f1 = (m.get("pairwise") or {}).get("f1")
-            elif "--out" in cmd:  # the link job writes metrics.json instead of printing it
-                m = json.loads((Path(cmd[cmd.index("--out") + 1]) / "metrics.json").read_text())
-                f1 = (m.get("pairwise") or {}).get("f1")
-            for line in out.splitlines():  # the engine's per-stage timings
-                if line.startswith(("[hdwm]", "[link]")):
-                    print(line, file=sys.stderr)
-            print(f"[scale] {label}: {w:.1f}s peak {pk:.2f} GiB f1={f1}", file=sys.stderr, flush=True)
+            if out is not None:  # the link job writes metrics.json instead of printing it
+                m = json.loads((out / "metrics.json").read_text())
+            else:
+                m = json.loads(stdout[stdout.index("{\n"):])
+            f1 = (m.get("pairwise") or {}).get("f1")
+            print(f"[scale] {label} run {k + 1}: {w:.1f}s peak {pk:.2f} GiB f1={f1} load={os.getloadavg()[0]:.1f}",
+                  file=sys.stderr, flush=True)
+            print_stage_profile(f"{label}, run {k + 1}", w, m.get("stages", {}), event_log_profile(logs))
         load1 = os.getloadavg()[0]
         sp = None
-        if path is not None and not a.skip_splink:
-            code = SPLINK_CHILD.format(bench=str(REPO / "benchmarks"), path=str(path))
-            w, pk, out = measure([sys.executable, "-c", code])
-            sp = (w, pk, json.loads(out.strip().splitlines()[-1])["f1"])
-        rows.append((label, statistics.median(walls) if walls else None, max(peaks, default=None), f1,
-                     load0, load1, len(walls), sp))
-    print("| input | HDWM median wall s | runs | HDWM peak RSS GiB | HDWM F1 | load avg start→end | "
-          "Splink-DuckDB wall s | Splink peak GiB | Splink F1 |")
+        if not a.skip_splink:
+            sp = run_splink(path)
+            print(f"[scale] {label} Splink-DuckDB: {sp[0]:.1f}s peak {sp[1]:.2f} GiB f1={sp[2]} "
+                  f"load={os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+        rows.append((label, statistics.median(walls) if walls else None, walls, max(peaks, default=None), f1,
+                     load0, load1, sp, os.getloadavg()[0]))
+    print("\n| input | washline median wall s (runs) | Splink-DuckDB wall s | **washline / Splink** | "
+          "washline peak RSS GiB | Splink peak GiB | washline F1 | Splink F1 | load avg (washline start→end, "
+          "after Splink) |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for label, w, pk, f1, l0, l1, n, sp in rows:
-        s = f"{sp[0]:.1f} | {sp[1]:.2f} | {sp[2]:.3f}" if sp else "– | – | –"
-        hd = f"{w:.1f} | {n} | {pk:.2f} | {f1 if f1 is not None else '–'}" if walls_ok(w) else "– | 0 | – | –"
-        print(f"| {label} | {hd} | {l0:.1f}→{l1:.1f} | {s} |")
+    for label, w, ws, pk, f1, l0, l1, sp, l2 in rows:
+        hd = f"{w:.1f} ({', '.join(f'{x:.1f}' for x in ws)})" if w is not None else "–"
+        ratio = f"**{w / sp[0]:.2f}×**" if w is not None and sp else "–"
+        spw, spk, spf = (f"{sp[0]:.1f}", f"{sp[1]:.2f}", f"{sp[2]:.4f}") if sp else ("–", "–", "–")
+        f1s = f"{f1:.4f}" if f1 is not None else "–"
+        pks = f"{pk:.2f}" if pk is not None else "–"
+        print(f"| {label} | {hd} | {spw} | {ratio} | {pks} | {spk} | {f1s} | {spf} | {l0:.1f}→{l1:.1f}, {l2:.1f} |")
     return 0
 
 

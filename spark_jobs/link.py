@@ -173,7 +173,7 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
     from hdwm.config import load_profile
     from hdwm.registry import (check_sources, clear_markers, read_version, ref_key_col, resolve_base,
                                write_version)
-    from hdwm.spark import get_spark
+    from hdwm.spark import get_spark, tune_for_input
 
     t0 = time.time()
     profile = load_profile(profile_name)
@@ -211,6 +211,7 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
         shown = ", ".join(f"{r.source}/{r.record_id}" for r in dup)
         raise LinkInputError(f"{curated}: (source, record_id) is not unique: {crow['n']} rows, {crow['d']} distinct "
                              f"(e.g. {shown})")
+    tune_for_input(spark, int(crow["n"]))  # shuffle partitions for the night's size (unless set on spark-submit)
     own_ckpt = checkpoint_dir is None
     ckpt = checkpoint_dir or os.path.join(out, "_checkpoint")
     print(f"[link] ds={ds} curated={curated} out={out} profile={profile.name} checkpoint={ckpt} "
@@ -321,7 +322,7 @@ def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, canno
     complete["seconds"] = round(time.time() - t0, 2)
     write_version(registry, ds, res.members, res.entities, res.changes, res.frequencies, complete)
     em = res.engine_metrics or {}
-    metrics = {**{k: em[k] for k in ("effective_parameters", "iterations") if k in em},
+    metrics = {**{k: em[k] for k in ("effective_parameters", "iterations", "stages") if k in em},
                "engine_references": em.get("references"), **_summary(links), "pairwise": None}
     if "truth_entity" in refs.columns:
         metrics["pairwise"] = pairwise_metrics(links.join(refs.select("source", "record_id", "truth_entity"),

@@ -33,3 +33,42 @@ def test_spark_submit_conf_beats_defaults(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     probe = [line for line in out.stdout.splitlines() if line.startswith("PROBE")]
     assert probe == ["PROBE 3 10000 UTC"]
+
+
+def test_small_machine_settings_and_what_submit_overrides(tmp_path):
+    """Without --conf: memory fractions, AQE coalescing by size, bounded Arrow
+    batches, and shuffle partitions scaled to the input (one per core for a
+    small input, one per 25,000 references above). With --conf: every one of
+    them is the submitted value, and tune_for_input leaves the partitions alone."""
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(REPO / 'spark_jobs')!r})\n"
+        "from hdwm.spark import get_spark, tune_for_input\n"
+        "s = get_spark('conf-probe')\n"
+        "c = s.sparkContext.getConf()\n"
+        "print('PROBE', c.get('spark.memory.fraction'), c.get('spark.memory.storageFraction'),"
+        " s.conf.get('spark.sql.adaptive.coalescePartitions.parallelismFirst'),"
+        " s.conf.get('spark.sql.execution.arrow.maxBytesPerBatch'),"
+        " tune_for_input(s, 5000), tune_for_input(s, 1000000))\n"
+    )
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    submit = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
+
+    def probe(*extra):
+        out = subprocess.run([*submit, *extra, str(script)], env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-3000:]
+        return [line for line in out.stdout.splitlines() if line.startswith("PROBE")]
+
+    assert probe() == ["PROBE 0.7 0.3 false 33554432 2 40"]
+    assert probe("--conf", "spark.memory.fraction=0.5", "--conf", "spark.memory.storageFraction=0.6",
+                 "--conf", "spark.sql.adaptive.coalescePartitions.parallelismFirst=true",
+                 "--conf", "spark.sql.execution.arrow.maxBytesPerBatch=1000000",
+                 "--conf", "spark.sql.shuffle.partitions=5") == ["PROBE 0.5 0.6 true 1000000 5 5"]
+
+
+def test_shuffle_partitions_scale_with_the_input():
+    from hdwm.spark import shuffle_partitions_for
+
+    assert [shuffle_partitions_for(n, 2) for n in (0, 5_000, 100_000, 1_000_000, 10_000_000)] == [2, 2, 4, 40, 64]
+    assert shuffle_partitions_for(100_000, 8) == 8
