@@ -11,10 +11,14 @@ Airflow ``spark_default`` connection, ``--conf``) or in ``conf`` always wins:
   the consistency regrouping) holds one batch per Python worker, so the
   Python side stays small whatever the input size.
 * Adaptive query execution with partition coalescing by size
-  (``ADVISORY_PARTITION_BYTES``, ``parallelismFirst`` off): the initial
-  shuffle partition count can then be generous for large inputs while the
-  small stages of a small input (most of HDWM's stages) run as one or two
-  tasks instead of many near-empty ones, each costing scheduling time.
+  (``ADVISORY_PARTITION_BYTES``, ``parallelismFirst`` off) but never below
+  one partition per core (``minPartitionNum`` = the default parallelism):
+  the initial shuffle partition count can then be generous for large inputs
+  while the small stages of a small input (most of HDWM's stages) run as one
+  task per core instead of many near-empty ones, each costing scheduling
+  time. Few bytes can still be much work (the pair scorer is a Python UDF),
+  so one task per core is the floor: measured at 100k references, letting
+  AQE coalesce to a single task put scoring and closure on one core.
 * Shuffle partitions scaled to the input (``shuffle_partitions_for``, set by
   ``tune_for_input`` once the reference count is known): one partition per
   ``REFS_PER_SHUFFLE_PARTITION`` references, at least one per core.
@@ -44,6 +48,7 @@ ADVISORY_PARTITION_BYTES = 32 * 2**20
 #: One shuffle partition per this many references (before AQE coalescing):
 #: 5,000 references -> one per core, 1M -> 40.
 REFS_PER_SHUFFLE_PARTITION = 25_000
+MIN_PARTITIONS_KEY = "spark.sql.adaptive.coalescePartitions.minPartitionNum"
 #: Marker set on a session whose shuffle partitions washline chose (nobody set
 #: them); only then does ``tune_for_input`` change them.
 AUTO_PARTITIONS_KEY = "washline.shufflePartitions.auto"
@@ -115,7 +120,10 @@ def get_spark(app_name: str, conf: Mapping[str, str] | None = None):
     # A default applies only where nobody chose a value: settings passed to
     # spark-submit (--conf, the Airflow connection) or in ``conf`` win.
     started = spark.sparkContext.getConf()
-    for key, value in DEFAULT_CONF.items():
+    defaults = dict(DEFAULT_CONF)
+    # coalescing keeps one partition per core (see the module docstring)
+    defaults[MIN_PARTITIONS_KEY] = str(spark.sparkContext.defaultParallelism)
+    for key, value in defaults.items():
         if key not in conf and not started.contains(key):
             spark.conf.set(key, value)
             if key == "spark.sql.shuffle.partitions":
@@ -136,7 +144,7 @@ def tune_for_input(spark, n_refs: int) -> int:
     references (``shuffle_partitions_for`` with the session's default
     parallelism as cores), unless somebody chose the value (``spark-submit
     --conf``, ``get_spark(conf=…)``). Returns the partitions in effect."""
+    cores = spark.sparkContext.defaultParallelism
     if spark.conf.get(AUTO_PARTITIONS_KEY, "false") == "true":
-        spark.conf.set("spark.sql.shuffle.partitions",
-                       str(shuffle_partitions_for(n_refs, spark.sparkContext.defaultParallelism)))
+        spark.conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions_for(n_refs, cores)))
     return int(spark.conf.get("spark.sql.shuffle.partitions"))
