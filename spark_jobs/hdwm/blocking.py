@@ -6,7 +6,9 @@ number has at least ``minNumBlkTokenLen`` digits). With ``blockByPairs`` a
 block key is a sorted pair of blocking tokens of the same reference
 (``"A B"`` with ``A < B``), otherwise the token itself; with
 ``rareTokenBlocks`` (washline) a blocking token rarer than ``√beta`` is also a
-block key on its own (``rare_token_limit``).
+block key on its own (``rare_token_limit``); with ``frequentPairMaxBlock``
+(washline) a rare pair of frequent word tokens is a block key too
+(``frequent_pair_keys``).
 
 Because a blocking token occurs at most ``beta`` times, DWM blocks are already
 small – but with ``frequencyScaling`` beta grows with the input, so washline
@@ -82,6 +84,51 @@ def rare_token_limit(profile: LinkageProfile) -> int:
     return int(profile.beta ** 0.5)
 
 
+def frequent_pair_keys(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) -> DataFrame:
+    """Block keys made of a rare pair of frequent word tokens (washline).
+
+    DWM blocks only on tokens of frequency ≤ beta. In person data the name
+    of a common person is two tokens above beta (JOHN, SMITH at 100,000
+    references: thousands and about a thousand), so a person who moved, with
+    no identifier written twice, shares no block with their earlier
+    references; the larger the input the more names are above beta (beta
+    grows with √N, a name's count with N), which is why recall fell with size.
+    The *pair* is still rare: a few dozen references hold both.
+
+    A key here is a sorted pair ``"A B"`` of tokens of one reference that are
+    both words (no digit), at least ``minBlkTokenLen`` long, of frequency
+    ``2 ≤ freq < sigma`` (not stop tokens), at least one of them above beta
+    (pairs of tokens ≤ beta are the ordinary keys), and held by at most
+    ``frequentPairMaxBlock`` of the references in ``tokens``. A more common
+    pair identifies nobody and is not a block: the cap is fixed, not scaled
+    with the input, because a person has a handful of references at any size.
+
+    Args:
+        tokens: (``record_id``, ``tokens``); freq: (``token``, ``freq``) global.
+    Returns:
+        (``record_id``, ``block_key``, ``ub``) with ``ub`` the key's exact
+        number of references (≤ ``frequentPairMaxBlock``).
+    Cost: one row per pair of such tokens of a reference (a few dozen) and one
+    shuffle by key.
+    """
+    ex = tokens.select("record_id", F.explode(F.array_distinct("tokens")).alias("token"))
+    words = ex.join(freq, "token").filter(
+        (F.col("freq") >= 2) & (F.col("freq") < profile.sigma)
+        & (F.length("token") >= profile.minBlkTokenLen) & ~F.col("token").rlike(r"\d")
+    )
+    a = words.select("record_id", F.col("token").alias("t1"), F.col("freq").alias("f1"))
+    b = words.select("record_id", F.col("token").alias("t2"), F.col("freq").alias("f2"))
+    keys = (
+        a.join(b, "record_id")
+        .filter((F.col("t1") < F.col("t2")) & (F.greatest("f1", "f2") > profile.beta))
+        .select("record_id", F.concat_ws(" ", "t1", "t2").alias("block_key"))
+    )
+    return (
+        keys.withColumn("ub", F.count(F.lit(1)).over(Window.partitionBy("block_key")))
+        .filter(F.col("ub") <= profile.frequentPairMaxBlock)
+    )
+
+
 def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) -> BlockingResult:
     """Blocks and distinct candidate pairs for the references in ``tokens``.
 
@@ -128,6 +175,8 @@ def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) ->
                 bt.filter(F.col("freq") <= rare_token_limit(profile))
                 .select("record_id", F.col("token").alias("block_key"), F.col("freq").alias("ub"))
             )
+        if profile.frequentPairMaxBlock > 0:
+            keys = keys.unionByName(frequent_pair_keys(tokens, freq, profile))
     else:
         keys = bt.select("record_id", F.col("token").alias("block_key"), F.col("freq").alias("ub"))
     keys = keys.distinct()

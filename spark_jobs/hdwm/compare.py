@@ -35,6 +35,8 @@ Both run in plain Python per pair (``_weighted_token_match``,
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
@@ -355,7 +357,15 @@ def score_weighted(
 
 
 def _weighted_token_match(a, wa, b, wb, num_rule, initial_rule, initial_mode, tmin, nfuzz) -> float:
-    """WeightedTokenMatch in plain Python (same arithmetic as the matrix form).
+    """WeightedTokenMatch in plain Python (see ``_weighted_token_sums``)."""
+    total, den = _weighted_token_sums(a, wa, b, wb, num_rule, initial_rule, initial_mode, tmin, nfuzz)
+    return float(min(max(total / den, 0.0), 1.0)) if den > 0 else 0.0
+
+
+def _weighted_token_sums(a, wa, b, wb, num_rule, initial_rule, initial_mode, tmin, nfuzz) -> tuple[float, float]:
+    """WeightedTokenMatch's ``(agreement, denominator)``: the weighted sum of
+    the greedy one-to-one token assignment (nats, IDF weights) and
+    ``min(Σwa, Σwb)``; the score is their ratio clipped to [0, 1].
 
     Cells are computed one by one with rapidfuzz's scalar
     ``DamerauLevenshtein.normalized_similarity`` (equal tokens short-cut to
@@ -397,8 +407,9 @@ def _weighted_token_match(a, wa, b, wb, num_rule, initial_rule, initial_mode, tm
                 sim = sim_fn(x, y)
             if sim >= tmin and sim > 0.0:
                 cells.append((-(sim * (wj if wj < w else w)), j * n + k))
+    den = min(sum(wa), sum(wb))
     if not cells:
-        return 0.0
+        return 0.0, den
     cells.sort()
     used_a, used_b = set(), set()
     total = 0.0
@@ -409,8 +420,28 @@ def _weighted_token_match(a, wa, b, wb, num_rule, initial_rule, initial_mode, tm
         used_a.add(j)
         used_b.add(k)
         total -= neg
-    den = min(sum(wa), sum(wb))
-    return float(min(max(total / den, 0.0), 1.0)) if den > 0 else 0.0
+    return total, den
+
+
+def identifying(agreement: float, reference_count: int) -> bool:
+    """Is an agreement of ``agreement`` nats rare enough to name one entity?
+
+    Each agreeing token of frequency ``f`` among ``N`` references carries
+    ``w = ln(N / f)`` (its IDF weight, ``comparison_tokens``): a reference
+    picked at random holds it with probability ``f / N = e^-w``. Taking the
+    tokens as independent, the references expected to share the whole
+    agreement by chance number ``N · e^-Σw``; the agreement identifies when
+    that is below one, i.e. ``Σw ≥ ln N``. This is the frequency-based
+    u-probability of Fellegi & Sunter (1969) as Winkler used it for names
+    (a JOHN SMITH agreement is worth less than a rare name), read as a
+    threshold on the total agreement weight. JOHN + SMITH + a city agree on
+    about 12 nats, enough among 10,000 references (ln N = 9.2) but not among
+    1,000,000 (13.8), where many other JOHN SMITHs share a city; an SSN
+    alone is worth about ln N and an address about ln N more.
+
+    Returns True when ``reference_count ≤ 1`` (unknown: no rule).
+    """
+    return reference_count <= 1 or agreement >= math.log(reference_count) - 1e-9
 
 
 def uses_evidence(profile: LinkageProfile) -> bool:
@@ -424,6 +455,9 @@ def score_with_profile(a, wa, b, wb, profile: LinkageProfile, ev_a=None, ev_b=No
     For a weighted comparator with ``comparatorFloor`` set, the score is
     ``max(weighted, floor)`` where the floor (ScoringMatrixKris/Std on the
     same comparison tokens) counts only when it is ≥ ``comparatorFloorMin``.
+    With ``identifyingAgreementRule`` (WeightedTokenMatch only) a pair whose
+    agreement is not ``identifying`` among ``referenceCount`` references
+    scores 0 before any floor.
     ``ev_a``/``ev_b``: optional ``(lead, nums)`` negative-evidence features;
     when given, a rule of the profile can decide the score
     (``hdwm.evidence.evidence_score``: 0.0 for a veto, 1.0 for an identifier match).
@@ -436,8 +470,19 @@ def score_with_profile(a, wa, b, wb, profile: LinkageProfile, ev_a=None, ev_b=No
     args = (profile.matrixNumTokenRule, profile.matrixInitialRule, profile.initialRuleMode)
     if profile.comparator not in WEIGHTED_COMPARATORS:
         return score_tokens(a, b, profile.comparator, *args)
-    sc = score_weighted(a, wa, b, wb, profile.comparator, *args,
-                        profile.tokenMinSimilarity, profile.numericFuzzyMinLen)
+    if profile.comparator == "WeightedTokenMatch" and profile.identifyingAgreementRule:
+        if a is None or b is None or len(a) == 0 or len(b) == 0:
+            return 0.0
+        wa_ = [max(float(w), 0.0) for w in (wa if wa is not None else [1.0] * len(a))]
+        wb_ = [max(float(w), 0.0) for w in (wb if wb is not None else [1.0] * len(b))]
+        total, den = _weighted_token_sums(list(a), wa_, list(b), wb_, *args, profile.tokenMinSimilarity,
+                                          profile.numericFuzzyMinLen)
+        if not identifying(total, profile.referenceCount):
+            return 0.0  # the agreement is shared by chance with other references: not evidence of one entity
+        sc = float(min(max(total / den, 0.0), 1.0)) if den > 0 else 0.0
+    else:
+        sc = score_weighted(a, wa, b, wb, profile.comparator, *args,
+                            profile.tokenMinSimilarity, profile.numericFuzzyMinLen)
     if profile.comparatorFloor != "none" and sc < 1.0:
         fl = score_tokens(a, b, profile.comparatorFloor, *args)
         if fl >= profile.comparatorFloorMin - 1e-12:

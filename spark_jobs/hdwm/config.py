@@ -116,6 +116,14 @@ class LinkageProfile(BaseModel):
     #: washline: with blockByPairs, a blocking token of frequency ≤ floor(√beta)
     #: is also a block on its own (``hdwm.blocking.rare_token_limit``).
     rareTokenBlocks: bool = False
+    #: washline: with blockByPairs, a pair of word tokens (letters, no digit)
+    #: of one reference where at least one is above beta (a frequent given
+    #: name or surname) but both are below sigma is also a block key when the
+    #: pair itself is rare: held by at most ``frequentPairMaxBlock`` of the
+    #: references being blocked (``hdwm.blocking.frequent_pair_keys``). A
+    #: person who moved keeps "JOHN SMITH" when both names are too frequent
+    #: to block alone. 0 = off.
+    frequentPairMaxBlock: int = Field(0, ge=0)
 
     # --- stop tokens / comparison (DWM55, DWM65/66) ---
     sigma: int = 12
@@ -153,6 +161,15 @@ class LinkageProfile(BaseModel):
     #: value (its own link threshold; 0.60 is the DWM authors' mu for
     #: ScoringMatrixKris), so the floor never links below its own calibration.
     comparatorFloorMin: float = Field(0.0, ge=0.0, le=1.0)
+    #: washline WeightedTokenMatch: a pair whose agreeing tokens sum to less
+    #: than ln N nats of IDF weight (N = ``referenceCount``) scores 0, since that
+    #: much agreement is expected between unrelated references by chance
+    #: (``hdwm.compare.identifying``; frequency-based Fellegi–Sunter weights).
+    identifyingAgreementRule: bool = False
+    #: the number of references N the token weights are counted over. Set by
+    #: ``effective(n_refs)``, which the engine always calls; not a setting to
+    #: write in a profile file (0 = unknown: ``identifyingAgreementRule`` is off).
+    referenceCount: int = Field(0, ge=0)
     matrixNumTokenRule: bool = True
     matrixInitialRule: bool = True
     #: washline: with matrixInitialRule, "exact" = a one-letter token scores
@@ -259,17 +276,18 @@ class LinkageProfile(BaseModel):
         token is rare at any input size.
 
         Returns:
-            a copy (this profile when the factor is 1).
+            a copy with ``referenceCount = n_refs`` (and beta/sigma as written
+            when the factor is 1).
 
         Raises:
             ValueError: ``n_refs < 0``.
         """
         f = frequency_scale(n_refs, self.frequencyScaling, self.frequencyReferenceSize)
         if f == 1.0:
-            return self
+            return self.model_copy(update={"referenceCount": int(n_refs)})
         beta = int(math.floor(self.beta * f + 0.5))
         sigma = int(math.floor(self.sigma * f + 0.5))
-        return self.model_copy(update={"beta": beta, "sigma": sigma})
+        return self.model_copy(update={"beta": beta, "sigma": sigma, "referenceCount": int(n_refs)})
 
     def effective_summary(self, n_refs: int) -> dict:
         """Dict for logs and ``metrics.json``: ``references``, ``frequencyScaling``,

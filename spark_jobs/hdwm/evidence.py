@@ -135,10 +135,18 @@ def is_date_token(t: str) -> bool:
     return 1800 <= y <= 2099 and 1 <= m <= 12 and 1 <= d <= 31
 
 
-def leading_names(tokens) -> list[str]:
-    """Tokens before the first token that contains a digit (the reference's name part)."""
+def leading_names(tokens, min_len: int = 7) -> list[str]:
+    """The reference's name part: the tokens before the first token that
+    contains a digit, after skipping identifiers written first (all-digit
+    tokens of at least ``min_len`` digits: ``123456789 JOHN SMITH 12 ELM ST``
+    gives ``JOHN SMITH``). A short number first (a house number: an address
+    with no name) still means no name part."""
+    toks = list(tokens if tokens is not None else ())
+    i = 0
+    while i < len(toks) and len(toks[i]) >= min_len and toks[i].isdigit():
+        i += 1
     out = []
-    for t in tokens if tokens is not None else ():
+    for t in toks[i:]:
         if any(c.isdigit() for c in t):
             break
         out.append(t)
@@ -455,11 +463,16 @@ def shared_identifiers(features, profile):
 
 def evidence_columns(tokens_col: str = "tokens", min_len: int = 7):
     """Spark columns ``(lead, nums)`` computed from the reference's full token
-    array (built-in SQL only): ``lead`` = tokens before the first one containing
-    a digit, ``nums`` = all-digit tokens of ≥ ``min_len`` digits."""
+    array (built-in SQL only): ``lead`` = ``leading_names`` (identifiers
+    written first skipped, then the tokens before the first one containing a
+    digit), ``nums`` = all-digit tokens of ≥ ``min_len`` digits."""
     t = tokens_col
-    first_digit = f"array_position(transform({t}, x -> x rlike '[0-9]'), true)"
-    lead = F.expr(f"CASE WHEN {first_digit} = 0 THEN {t} ELSE slice({t}, 1, {first_digit} - 1) END")
+    ident = f"x rlike '^[0-9]{{{int(min_len)},}}$'"
+    # identifiers written before the name are skipped (leading_names)
+    start = f"array_position(transform({t}, x -> NOT ({ident})), true)"
+    rest = f"(CASE WHEN {start} = 0 THEN slice({t}, 1, 0) ELSE slice({t}, {start}, size({t})) END)"
+    first_digit = f"array_position(transform({rest}, x -> x rlike '[0-9]'), true)"
+    lead = F.expr(f"CASE WHEN {first_digit} = 0 THEN {rest} ELSE slice({rest}, 1, {first_digit} - 1) END")
     nums = F.expr(f"filter({t}, x -> x rlike '^[0-9]{{{int(min_len)},}}$')")
     return lead.alias("lead"), nums.alias("nums")
 

@@ -554,6 +554,8 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
             a blocking token rarer than ``√beta`` on its own, as
             ``hdwm.blocking.build_blocks``); ``pair_key`` – share a pair key
             (the single rare-token keys left out; see benchmarks/README.md);
+            both include the engine's rare pairs of frequent word tokens
+            (``frequentPairMaxBlock``), counted over registry and night;
             ``token`` – share any blocking token.
 
     Returns: DataFrame(``ref_key``) distinct.
@@ -578,7 +580,21 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
                                   .select("ref_key", F.col("token").alias("block_key")))
             return k
         nkeys = keys(night_bt).select("block_key").distinct()
-        return keys(reg_bt).join(nkeys, "block_key", "left_semi").select("ref_key").distinct()
+        near = keys(reg_bt).join(nkeys, "block_key", "left_semi").select("ref_key")
+        if getattr(eff, "frequentPairMaxBlock", 0) > 0:
+            # the engine's rare pairs of frequent word tokens (hdwm.blocking.frequent_pair_keys),
+            # counted over the registry and the night together as the engine will block them
+            from .blocking import frequent_pair_keys
+
+            night_keys = night_tok.select("record_id").distinct()
+            both = reg_tok.select("record_id", "tokens").join(night_keys, "record_id", "left_anti").unionByName(
+                night_tok.select("record_id", "tokens"))
+            fk = frequent_pair_keys(both, freq, eff)
+            night_fk = fk.join(night_keys, "record_id", "left_semi").select("block_key").distinct()
+            near = near.unionByName(
+                fk.join(night_keys, "record_id", "left_anti").join(night_fk, "block_key", "left_semi")
+                .select(F.col("record_id").alias("ref_key")))
+        return near.distinct()
     return reg_bt.select("ref_key").distinct()
 
 

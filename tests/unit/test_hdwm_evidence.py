@@ -49,7 +49,8 @@ def test_effective_thresholds_of_the_default_profile():
     p = load_profile("default")
     assert (p.frequencyScaling, p.frequencyReferenceSize, p.beta, p.sigma) == ("sqrt", 1000, 16, 145)
     # 1k-references inputs (S8P, FEBRL1) run with the profile's own values: the same object
-    assert p.effective(1000) is p
+    same = p.effective(1000)
+    assert (same.beta, same.sigma, same.referenceCount) == (p.beta, p.sigma, 1000)
     got = {n: (p.effective(n).beta, p.effective(n).sigma) for n in (5000, 10_000, 100_000, 1_000_000)}
     # beta·√(N/1000), sigma·√(N/1000), rounded half up
     assert got == {5000: (36, 324), 10_000: (51, 459), 100_000: (160, 1450), 1_000_000: (506, 4585)}
@@ -84,6 +85,9 @@ def test_feature_extraction():
     toks = ["DARRELL", "A", "SOLIZ", "FAJARDO", "5032", "E", "TYLER", "AVE", "93727", "12069502", "19360814"]
     assert leading_names(toks) == ["DARRELL", "A", "SOLIZ", "FAJARDO"]
     assert leading_names(["12", "MAIN"]) == [] and leading_names(["SMITH"]) == ["SMITH"]
+    # identifiers written before the name are skipped; a house number first is no name
+    assert leading_names(["123456789", "19800315", "JOHN", "SMITH", "12", "ELM"]) == ["JOHN", "SMITH"]
+    assert leading_names(["123456", "JOHN"]) == [] and leading_names(["123456789"]) == []
     assert long_numbers(toks) == ["12069502", "19360814"]
     assert is_date_token("19360814") and not is_date_token("12069502") and not is_date_token("19361314")
 
@@ -173,7 +177,8 @@ def test_spark_evidence_columns_and_folding_match_python(spark):
     from hdwm.tokenizer import tokenize
 
     rows = [("a", "Darrell,A,Soliz-Fajardo,5032,E,Tyler,Avenue,Fresno,,California,93727,,,012-06-9502,19360814"),
-            ("b", "12 main st"), ("c", "smith"), ("d", "")]
+            ("b", "12 main st"), ("c", "smith"), ("d", ""), ("e", "123-45-6789,03/15/1980,john,smith,12,elm"),
+            ("f", "5015551234")]
     prof = LinkageProfile(beta=4, sigma=10, tokenizerType="CompressNbr", stripLeadingZeros=True,
                           removeDuplicateTokens=True, foldAbbreviations=True)
     toks = tokenize(spark.createDataFrame(rows, "record_id string, text string"), prof)
@@ -183,6 +188,7 @@ def test_spark_evidence_columns_and_folding_match_python(spark):
     for r in got.values():
         assert r.lead == leading_names(r.tokens) and r.nums == long_numbers(r.tokens, 7)
     assert got["b"].lead == [] and got["c"].lead == ["SMITH"] and got["d"].lead == []
+    assert got["e"].lead == ["JOHN", "SMITH"] and got["f"].lead == []
 
 
 @pytest.mark.spark

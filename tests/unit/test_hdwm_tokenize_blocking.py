@@ -124,3 +124,27 @@ def test_pair_keys_split_like_single_keys(spark):
     sizes = sorted(r["count"] for r in br.members.groupBy("block_key", "sub_block").count().collect())
     assert sizes == [40, 40, 40]
     assert br.pairs.count() == 3 * (40 * 39 // 2)
+
+
+def test_rare_pair_of_frequent_names_is_a_block(spark):
+    """JOHN and SMITH are each above beta; the pair is held by few references."""
+    rows = [("j1", ["JOHN", "SMITH", "12", "ELM"]), ("j2", ["JOHN", "SMITH", "99", "OAK"]),  # moved
+            ("m1", ["MARY", "SMITH", "5", "PINE"]), ("m2", ["MARY", "SMITH", "7", "BIRCH"]),
+            ("k1", ["JOHN", "KING"]), ("k2", ["JOHN", "KING"]), ("k3", ["JOHN", "KING"]),
+            ("s1", ["ANNA", "SMITH"]), ("x1", ["2025", "JOHN"]), ("x2", ["2025", "JOHN"])]
+    tokens = _refs(spark, rows)
+    freq = token_frequencies(tokens)  # JOHN 7, SMITH 5, KING 3, MARY 2, 2025 2; beta 2, sigma 8
+    base = LinkageProfile(beta=2, sigma=8, minBlkTokenLen=3, blockByPairs=True)
+    assert {tuple(r) for r in build_blocks(tokens, freq, base).pairs.collect()} == set()  # nothing blocks
+    prof = base.model_copy(update={"frequentPairMaxBlock": 2})
+    got = {tuple(r) for r in build_blocks(tokens, freq, prof).pairs.collect()}
+    # JOHN SMITH (2 refs) and MARY SMITH (2) are blocks; JOHN KING (3) is above the cap; digits
+    # never make a frequent pair (2025 JOHN); a pair of two tokens <= beta is not one of these keys
+    assert got == {("j1", "j2"), ("m1", "m2")}
+    wider = {tuple(r) for r in build_blocks(tokens, freq, base.model_copy(
+        update={"frequentPairMaxBlock": 3})).pairs.collect()}
+    assert wider == got | {("k1", "k2"), ("k1", "k3"), ("k2", "k3")}
+    # a stop token (freq >= sigma) never blocks
+    stop = {tuple(r) for r in build_blocks(tokens, freq, base.model_copy(
+        update={"frequentPairMaxBlock": 3, "sigma": 7})).pairs.collect()}
+    assert stop == {("m1", "m2")}

@@ -123,3 +123,30 @@ def test_default_profile_has_kris_floor():
     assert p.comparatorFloor == "ScoringMatrixKris"
     with pytest.raises(ValueError):
         LinkageProfile(comparatorFloor="Jaccard")
+
+
+def test_agreement_must_identify_among_the_references():
+    """ln N nats of agreement: JOHN + SMITH + a city identify among 10k references, not among 1M."""
+    import math
+
+    from hdwm.compare import identifying, score_with_profile
+    from hdwm.config import LinkageProfile
+
+    assert identifying(12.0, 10_000) and not identifying(12.0, 1_000_000) and identifying(0.0, 0)
+    a, b = ["JOHN", "SMITH", "SPRINGFIELD", "ELM"], ["JOHN", "SMITH", "SPRINGFIELD", "OAK"]
+
+    def weights(n, freqs):
+        return [math.log(n / f) for f in freqs]
+
+    for n, expect_zero in ((10_000, False), (1_000_000, True)):
+        # the same shares of the input: JOHN 3 %, SMITH 1 %, SPRINGFIELD 2 %, street names rare
+        w = weights(n, [0.03 * n, 0.01 * n, 0.02 * n, 2])
+        prof = LinkageProfile(comparator="WeightedTokenMatch", identifyingAgreementRule=True, referenceCount=n)
+        s = score_with_profile(a, w, b, w, prof)
+        off = score_with_profile(a, w, b, w, prof.model_copy(update={"identifyingAgreementRule": False}))
+        assert off > 0.3
+        assert (s == 0.0) is expect_zero and (expect_zero or s == off)
+    # a shared rare identifier alone is worth about ln N: it identifies at any size
+    n = 1_000_000
+    prof = LinkageProfile(comparator="WeightedTokenMatch", identifyingAgreementRule=True, referenceCount=n)
+    assert score_with_profile(["123456789", "X"], [math.log(n / 1), 1.0], ["123456789"], [math.log(n / 1)], prof) > 0
