@@ -19,7 +19,7 @@ S8P all rules on and all off give the engine's exact pairwise figures.
 Rules that change tokens, blocks or step-1 features (``canonicalNumbers``,
 ``givenNameFromData``, ``rareTokenBlocks``, ``householdIdentifierRule``) need
 step 1 again: pass ``--off RULE`` (or ``--on RULE``) to run the whole table
-with that rule off (on).
+with that rule off (on); ``--set frequentPairMaxBlock=0`` sets a number.
 
 Prints one Markdown table (variant, P, R, F1, predicted pairs, largest
 cluster) on stdout; progress on stderr.
@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO / "spark_jobs"))
 
 #: rules replayed after blocking (profile switches)
 REPLAYED = ("clusterConsistency", "dateOfBirthConflictRule", "generationConflictRule", "commonGivenNameRule",
-            "identifierConflictRule", "identifierMatchRule", "givenNameConflictRule")
+            "identifierConflictRule", "identifierMatchRule", "givenNameConflictRule", "identifyingAgreementRule")
 
 
 def dump(path: str, fmt: str, truth: str | None, profile):
@@ -166,12 +166,15 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", default="default")
     ap.add_argument("--off", action="append", default=[], help="profile switch off for the whole table (repeatable)")
     ap.add_argument("--on", action="append", default=[], help="profile switch on for the whole table (repeatable)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=INT",
+                    help="integer profile setting for the whole table, e.g. frequentPairMaxBlock=0 (repeatable)")
     a = ap.parse_args(argv)
     from hdwm.config import load_profile
 
     prof = load_profile(a.profile)
-    if a.off or a.on:
-        prof = prof.model_copy(update={**{k: False for k in a.off}, **{k: True for k in a.on}})
+    if a.off or a.on or a.set:
+        sets = {k: int(v) for k, v in (kv.split("=", 1) for kv in a.set)}
+        prof = prof.model_copy(update={**{k: False for k in a.off}, **{k: True for k in a.on}, **sets})
     pdf, feats, pairs, n = dump(a.input, a.format, a.truth, prof)
     if "truth_entity" not in pdf.columns:
         print("error: the ablation needs truth (a truth_entity column or --truth)", file=sys.stderr)
@@ -181,7 +184,8 @@ def main(argv=None) -> int:
     on = [r for r in REPLAYED if getattr(eff, r)]
     variants = [("profile as is", {})] + [(f"without {r}", {r: False}) for r in on]
     variants += [(f"with {r}", {r: True}) for r in REPLAYED if r not in on]
-    print(f"input {a.input} ({n} references, {len(pairs)} candidate pairs; off for all rows: {a.off or 'none'}, on: {a.on or 'none'})\n")
+    print(f"input {a.input} ({n} references, {len(pairs)} candidate pairs; off for all rows: {a.off or 'none'}, "
+          f"on: {a.on or 'none'}, set: {a.set or 'none'})\n")
     print("| variant | P | R | F1 | predicted pairs | largest cluster |\n|---|---|---|---|---|---|")
     for name, upd in variants:
         print(f"[ablation] {name}", file=sys.stderr, flush=True)

@@ -136,6 +136,12 @@ def test_engine_keeps_a_household_apart(spark, tmp_path):
         ("m2", "MARY SMITH 12 OAK STREET PERTH 987654321"),
         ("x1", "SMITH 12 OAK STREET PERTH"),
     ]
+    # other people, so that the household's tokens are evidence (identifyingAgreementRule:
+    # a token every reference holds says nothing)
+    refs += [(f"o{i}", f"{g} {s} {n} {st} ROAD {c}") for i, (g, s, n, st, c) in enumerate([
+        ("ANNA", "BROWN", 3, "ELM", "DARWIN"), ("PAUL", "GREEN", 7, "PINE", "HOBART"),
+        ("RITA", "KHAN", 9, "BAY", "CAIRNS"), ("OMAR", "LEE", 4, "HILL", "SYDNEY"),
+        ("IVY", "NGUYEN", 6, "LAKE", "BRISBANE"), ("LEO", "ROSSI", 8, "PARK", "GEELONG")])]
     df = spark.createDataFrame(refs, "record_id string, text string")
     res = link_references(spark, df, PROFILE, str(tmp_path / "ck"))
     lab = {r["record_id"]: r["cluster_id"] for r in res.links.collect()}
