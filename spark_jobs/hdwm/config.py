@@ -217,8 +217,9 @@ class LinkageProfile(BaseModel):
     #: two groups holding a conflicting pair (cannot-link constrained single
     #: linkage inside each connected component).
     clusterConsistency: bool = False
-    #: largest component (references) regrouped by clusterConsistency; larger
-    #: ones are left as they are and counted in the log and metrics.
+    #: largest component (references) regrouped by clusterConsistency; a larger
+    #: one is no cluster at that mu (its references stay unassigned and are
+    #: linked again at the next mu), counted in the log and metrics.
     consistencyMaxComponent: int = Field(2000, ge=3)
     mu: float = Field(0.5, ge=0.0, le=1.0)
     muIterate: float = Field(0.10, gt=0.0, le=1.0)

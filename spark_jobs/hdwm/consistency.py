@@ -24,9 +24,11 @@ entropy quality as before (DWM, Talburt et al. 2020).
 Only components of three or more references can hold a conflicting pair that
 is not itself a link (a link's own pair was scored, so it is not vetoed), so
 only those are regrouped. The regrouping is a pandas UDF over Arrow
-(``cogroup().applyInPandas``) holding one component per call; components
-larger than ``consistencyMaxComponent`` are left as they are and counted
-(a warning in the log), so no Python worker ever holds an unbounded group.
+(``cogroup().applyInPandas``) holding one component per call; a component
+larger than ``consistencyMaxComponent`` is not a cluster at that mu: its
+references are left out of the iteration's clusters (counted, a warning in
+the log) and linked again at the next mu, so no Python worker ever holds an
+unbounded group and no chain of thousands is accepted.
 Cost per component: at most n²/2 pair checks for n references.
 """
 
@@ -154,7 +156,7 @@ def consistent_clusters(
 
     Returns:
         (DataFrame (``record_id``, ``cluster_id``) for every record of
-        ``comps``, stats dict ``{components_checked, components_split,
+        ``comps`` except those of components above ``consistencyMaxComponent``, stats dict ``{components_checked, components_split,
         oversize_components}``). ``cluster_id`` is the smallest record id of
         the refined cluster.
     """
@@ -162,7 +164,11 @@ def consistent_clusters(
     sizes = comps.groupBy("cluster_id").agg(F.count(F.lit(1)).alias("n"))
     tagged = comps.join(sizes, "cluster_id")
     big = tagged.filter((F.col("n") >= 3) & (F.col("n") <= cap))
-    keep = tagged.filter((F.col("n") < 3) | (F.col("n") > cap)).select("record_id", "cluster_id")
+    # A component above the cap is not a cluster at this mu: the truth's entities hold a handful of
+    # references, so thousands linked together are a chain through households and common names.
+    # Its references are left out of the iteration's clusters (none is accepted) and are linked
+    # again at the next, higher mu, where the chain breaks up.
+    keep = tagged.filter(F.col("n") < 3).select("record_id", "cluster_id")
     srow = sizes.agg(
         F.sum(F.when((F.col("n") >= 3) & (F.col("n") <= cap), 1).otherwise(0)).alias("checked"),
         F.sum(F.when(F.col("n") > cap, 1).otherwise(0)).alias("oversize"),
@@ -170,10 +176,11 @@ def consistent_clusters(
     ).first()
     checked, oversize = int(srow["checked"] or 0), int(srow["oversize"] or 0)
     if oversize:
-        log.warning("cluster consistency: %d component(s) above consistencyMaxComponent=%d left unsplit "
-                    "(largest %s references)", oversize, cap, srow["largest"])
+        log.warning("cluster consistency: %d component(s) above consistencyMaxComponent=%d are not clusters "
+                    "at this mu; their references stay unassigned (largest %s references)",
+                    oversize, cap, srow["largest"])
     if checked == 0:
-        return comps.select("record_id", "cluster_id"), {
+        return keep, {
             "components_checked": 0, "components_split": 0, "oversize_components": oversize}
 
     fcols = [c for c in ("lead", "nums", "shared") if c in features.columns]

@@ -221,3 +221,26 @@ def test_canonical_numbers_in_the_tokenizer(spark):
                                "record_id string, text string")
     toks = tokenize(df, PROFILE).first()["tokens"]
     assert toks == ["53903228", "2174544412", "19670527", "12", "2000", "3"]
+
+
+@pytest.mark.spark
+def test_a_component_above_the_cap_is_no_cluster_at_that_mu(spark):
+    """Its references are left out (relinked at the next mu), never accepted as one chain."""
+    from hdwm.consistency import consistent_clusters
+
+    comps = spark.createDataFrame([("a", "a"), ("b", "a"), ("c", "a"), ("d", "a"),  # 4 > cap 3
+                                   ("p", "p"), ("q", "p"), ("r", "p"),              # 3: regrouped
+                                   ("x", "x"), ("y", "x")], "record_id string, cluster_id string")
+    links = spark.createDataFrame([("a", "b", 0.9), ("b", "c", 0.9), ("c", "d", 0.9), ("p", "q", 0.9),
+                                   ("q", "r", 0.8), ("x", "y", 0.9)], "id1 string, id2 string, score double")
+    feats = spark.createDataFrame(
+        [(r, ["JOHN", "SMITH"], []) for r in "abcdxy"] + [("p", ["JOHN", "SMITH"], []), ("q", ["JOHN", "SMITH"], []),
+                                                          ("r", ["MARY", "SMITH"], [])],
+        "record_id string, lead array<string>, nums array<string>")
+    prof = PROFILE.model_copy(update={"consistencyMaxComponent": 3})
+    out, stats = consistent_clusters(comps, links, feats, prof)
+    got = {r.record_id: r.cluster_id for r in out.collect()}
+    assert stats["oversize_components"] == 1 and stats["components_checked"] == 1
+    assert not {"a", "b", "c", "d"} & set(got)  # the chain of 4 is no cluster at this mu
+    assert got["p"] == got["q"] == "p" and got["r"] == "r"  # MARY conflicts with JOHN: split off
+    assert got["x"] == got["y"] == "x"
