@@ -66,6 +66,11 @@ What it does, for each ``<ROOT>/<source>/<ds>/*.csv`` of a declared source:
    their counts, asserts ``rows_in == rows_curated + rows_quarantined`` and
    finally writes the metrics JSON atomically (its presence marks success).
 
+Progress: ``[cleanse] <event>: key=value ... (seconds)`` lines on stderr
+(``hdwm.progress``; under spark-submit they reach the Airflow task log): the
+files found, each source once read, each landing file with rows read /
+curated / quarantined by reason and a running total, the write, the totals.
+
 Nothing proportional to the input is collected to the driver: only counts,
 one header line per file and one row per quarantine reason.
 
@@ -96,6 +101,7 @@ except ImportError:  # pragma: no cover - depends on how the job is launched
 
 from hdwm import cleansing as C
 from hdwm.cleansing import SourceConfigError, SourceSpec
+from hdwm.progress import Progress
 
 EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_NO_INPUT, EXIT_INVARIANT = 0, 1, 2, 3, 4
 RAW_MAX_CHARS = 2_000
@@ -485,7 +491,8 @@ def merge_multiline_records(numbered, files_info: dict[str, dict[str, Any]], spe
     return records, merged, records
 
 
-def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing: Path | None = None):
+def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing: Path | None = None,
+                    progress: Progress | None = None):
     """Parse, clean and classify one source's lines.
 
     Each file is parsed by its own header's layout (``column_map`` renames and
@@ -500,12 +507,18 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
         dict with ``classified`` (one row per input row: quarantine columns,
         curated columns and fix flags; persisted), ``rows_in``,
         ``blank_lines``, ``bad_headers`` (file -> detail), ``fix_flags``
-        (flag column -> (column, rule)), ``cached`` (DataFrames to unpersist).
+        (flag column -> (column, rule)), ``cached`` (DataFrames to unpersist),
+        ``file_rows`` / ``file_blank`` (``source_file`` as Spark names it ->
+        rows in / blank lines skipped, for every file that has a line).
+
+    With ``progress``, one line once the source's files are read (the first
+    Spark pass): files, physical lines (records for a multiline source), blank lines.
     """
     from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    t_read = time.monotonic()
     numbered, base, files_info = read_numbered_lines(spark, files)
     cached = [base]
     if spec.multiline:
@@ -513,23 +526,31 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
         cached.append(records)
     else:
         numbered = numbered.withColumn("last_line", F.col("line_number"))
+    if progress is not None:
+        progress.say(f"source {spec.name}: read", {
+            "files": len(files), "records" if spec.multiline else "lines": sum(i["lines"] for i in files_info.values()),
+            "blank": sum(i["blank"] for i in files_info.values())}, stage_seconds=time.monotonic() - t_read)
 
     # -- headers and row accounting (from the per-split table; no extra pass) ---------
     bad_headers: dict[str, str] = {}
     layouts: dict[tuple[str | None, ...], list[str]] = {}
     drifted: dict[str, tuple[str, ...]] = {}
     rows_in = blank_lines = 0
+    file_rows: dict[str, int] = {}
+    file_blank: dict[str, int] = {}
     for path, info in files_info.items():  # files with no line at all are absent
         result = check_header(info["header"], spec)
         if result is not None and result.is_header and result.problems:
             drifted[relative_name(path, landing)] = result.problems
         elif result is None or not result.is_header:
             bad_headers[path] = result.problems[0] if result else "file has no header line"
-            rows_in += info["lines"]  # every line, header and blank ones included, is quarantined
+            file_rows[path] = info["lines"]  # every line, header and blank ones included, is quarantined
         else:
             layouts.setdefault(result.layout, []).append(path)
-            rows_in += info["lines"] - 1 - info["blank"]
+            file_rows[path] = info["lines"] - 1 - info["blank"]
+            file_blank[path] = info["blank"]
             blank_lines += info["blank"]
+    rows_in = sum(file_rows.values())
     if drifted:
         for df in cached:
             df.unpersist()
@@ -665,6 +686,8 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
         "bad_headers": bad_headers,
         "fix_flags": fix_flags,
         "cached": [*cached, classified],
+        "file_rows": file_rows,
+        "file_blank": file_blank,
     }
 
 
@@ -672,9 +695,10 @@ def _count(spark, uri: str) -> int:
     return spark.read.parquet(uri).count()
 
 
-def prepare(args: argparse.Namespace) -> dict[str, Any]:
+def prepare(args: argparse.Namespace, progress: Progress | None = None) -> dict[str, Any]:
     """Driver-side checks before any Spark work: ``ds``, ``sources.yaml``,
-    input discovery and curated column types.
+    input discovery and curated column types. With ``progress``, one line
+    with the date, the configuration and the files found per source.
 
     Raises:
         ConfigError, NoInputError: see the module's exit codes.
@@ -690,10 +714,11 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
     n_files = sum(len(v) for v in inputs.values())
     if n_files == 0:
         raise NoInputError(f"no input for {ds} in {landing}")
-    log.info("cleanse %s: config %s; landing %s", ds, config_path, landing)
     check_headers(inputs, sources, landing)  # schema drift fails here, before a JVM starts
-    for name, files in inputs.items():
-        log.info("  %s: %d file(s) %s", name, len(files), [p.name for p in files])
+    if progress is not None:
+        progress.say("start", ds=ds, sources_config=config_path, landing=landing,
+                     files={name: len(files) for name, files in inputs.items()},
+                     bytes=sum(p.stat().st_size for files in inputs.values() for p in files))
 
     # Curated columns: fixed head, attributes in order of first appearance, fixed tail.
     attr_types: dict[str, str] = {}
@@ -706,8 +731,17 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
             "inputs": inputs, "n_files": n_files, "attr_types": attr_types}
 
 
-def run(spark, args: argparse.Namespace, plan: dict[str, Any] | None = None) -> dict[str, Any]:
+def run(spark, args: argparse.Namespace, plan: dict[str, Any] | None = None,
+        progress: Progress | None = None) -> dict[str, Any]:
     """Run the job for ``args`` on ``spark``; return the metrics dict.
+
+    Progress (``[cleanse] ...`` lines on stderr, ``hdwm.progress``): per
+    source, once its files are read; per landing file (name relative to the
+    landing root), once its source is classified: rows read, curated,
+    quarantined by reason, blank lines, and the running total over the files
+    so far; the write of curated and quarantine Parquet with the counts read
+    back; and the final totals. Spark reads a source's files together, so a
+    file's line comes when its source's pass ends, not while Spark reads it.
 
     Raises:
         ConfigError, NoInputError, InvariantError: see the module's exit codes.
@@ -715,7 +749,8 @@ def run(spark, args: argparse.Namespace, plan: dict[str, Any] | None = None) -> 
     from pyspark.sql import functions as F
 
     started = time.monotonic()
-    plan = plan or prepare(args)
+    progress = progress or Progress("cleanse")
+    plan = plan or prepare(args, progress)
     ds, config_path, sources = plan["ds"], plan["config_path"], plan["sources"]
     landing, inputs, n_files, attr_types = plan["landing"], plan["inputs"], plan["n_files"], plan["attr_types"]
 
@@ -728,26 +763,34 @@ def run(spark, args: argparse.Namespace, plan: dict[str, Any] | None = None) -> 
     by_source: dict[str, dict[str, Any]] = {}
     curated_parts, quarantine_parts, cached = [], [], []
     totals = {"rows_in": 0, "blank": 0}
+    running = {"files": f"0/{n_files}", "read": 0, "curated": 0, "quarantined": 0}
+    files_done = 0
     try:
         for name, files in inputs.items():
             if not files:
                 by_source[name] = {"files": 0, "rows_in": 0, "rows_curated": 0, "rows_quarantined": 0}
+                progress.say(f"source {name}: no file for {ds}")
                 continue
             spec = sources[name]
-            result = classify_source(spark, spec, files, ds, landing)
+            t_source = time.monotonic()
+            result = classify_source(spark, spec, files, ds, landing, progress)
             cached.extend(result["cached"])
             classified = result["classified"]
             flags = result["fix_flags"]
-            # One small row per reason (null = curated) with fix counts: the only collect.
+            # One small row per (file, reason) (null = curated) with fix counts: the only collect.
             agg = (
-                classified.groupBy("reason")
+                classified.groupBy("source_file", "reason")
                 .agg(F.count(F.lit(1)).alias("n"), *[F.sum(F.col(f).cast("long")).alias(f) for f in flags])
                 .collect()
             )
             src_curated = src_quarantined = 0
+            per_file: dict[str, dict[str, Any]] = {}
             for row in agg:
+                counts = per_file.setdefault(relative_name(row["source_file"], landing),
+                                             {"curated": 0, "quarantined": 0, "by_reason": {}})
                 if row["reason"] is None:
-                    src_curated = int(row["n"])
+                    src_curated += int(row["n"])
+                    counts["curated"] += int(row["n"])
                     for flag, (column, rule) in flags.items():
                         hits = int(row[flag] or 0)
                         fixed_by_rule[rule] = fixed_by_rule.get(rule, 0) + hits
@@ -756,7 +799,26 @@ def run(spark, args: argparse.Namespace, plan: dict[str, Any] | None = None) -> 
                             per_col[rule] = per_col.get(rule, 0) + hits
                 else:
                     src_quarantined += int(row["n"])
+                    counts["quarantined"] += int(row["n"])
+                    counts["by_reason"][row["reason"]] = counts["by_reason"].get(row["reason"], 0) + int(row["n"])
                     reasons[row["reason"]] = reasons.get(row["reason"], 0) + int(row["n"])
+            progress.say(f"source {name}: classified", {
+                "files": len(files), "rows_in": result["rows_in"], "curated": src_curated,
+                "quarantined": src_quarantined, "blank_lines_skipped": result["blank_lines"]},
+                stage_seconds=time.monotonic() - t_source)
+            file_rows = {relative_name(k, landing): v for k, v in result["file_rows"].items()}
+            file_blank = {relative_name(k, landing): v for k, v in result["file_blank"].items()}
+            for rel in sorted(relative_name(p, landing) for p in files):
+                counts = per_file.get(rel, {"curated": 0, "quarantined": 0, "by_reason": {}})
+                files_done += 1
+                running["files"] = f"{files_done}/{n_files}"
+                running["read"] += file_rows.get(rel, 0)
+                running["curated"] += counts["curated"]
+                running["quarantined"] += counts["quarantined"]
+                progress.say(f"file {rel}", {
+                    "read": file_rows.get(rel, 0), "curated": counts["curated"], "quarantined": counts["quarantined"],
+                    "by_reason": dict(sorted(counts["by_reason"].items())), "blank": file_blank.get(rel, 0),
+                    **({} if rel in file_rows else {"empty": True}), "total": dict(running)})
             by_source[name] = {
                 "files": len(files),
                 "rows_in": result["rows_in"],
@@ -767,12 +829,8 @@ def run(spark, args: argparse.Namespace, plan: dict[str, Any] | None = None) -> 
             }
             totals["rows_in"] += result["rows_in"]
             totals["blank"] += result["blank_lines"]
-            log.info(
-                "  %s: %d rows in, %d curated, %d quarantined, %d blank line(s) skipped",
-                name, result["rows_in"], src_curated, src_quarantined, result["blank_lines"],
-            )
             for path, problem in result["bad_headers"].items():
-                log.warning("  %s: %s: whole file quarantined: %s", name, path, problem)
+                log.warning("  %s: %s: whole file quarantined: %s", name, relative_name(path, landing), problem)
             if result["rows_in"] != src_curated + src_quarantined:
                 raise InvariantError(
                     f"{name}: rows_in {result['rows_in']} != curated {src_curated} + quarantined {src_quarantined}"
@@ -805,9 +863,11 @@ def run(spark, args: argparse.Namespace, plan: dict[str, Any] | None = None) -> 
             quarantine = quarantine.unionByName(part)
 
         curated_uri, quarantine_uri = _local_uri(args.curated), _local_uri(args.quarantine)
-        curated.write.mode("overwrite").parquet(curated_uri)
-        quarantine.write.mode("overwrite").parquet(quarantine_uri)
-        rows_curated, rows_quarantined = _count(spark, curated_uri), _count(spark, quarantine_uri)
+        with progress.stage("write curated and quarantine Parquet") as written:
+            curated.write.mode("overwrite").parquet(curated_uri)
+            quarantine.write.mode("overwrite").parquet(quarantine_uri)
+            rows_curated, rows_quarantined = _count(spark, curated_uri), _count(spark, quarantine_uri)
+            written.update(curated=rows_curated, quarantined=rows_quarantined)
     finally:
         for frame in cached:
             frame.unpersist()
@@ -844,13 +904,10 @@ def run(spark, args: argparse.Namespace, plan: dict[str, Any] | None = None) -> 
         "seconds": round(time.monotonic() - started, 3),
     }
     atomic_write_json(Path(args.metrics).expanduser().resolve(), metrics)
-    log.info(
-        "cleanse %s done: %d rows in -> %d curated + %d quarantined in %.1fs",
-        ds, metrics["rows_in"], rows_curated, rows_quarantined, metrics["seconds"],
-    )
-    log.info("  quarantined by reason: %s", {k: v for k, v in reasons.items() if v} or "none")
-    log.info("  fixed by rule: %s", {k: v for k, v in fixed_by_rule.items() if v} or "none")
-    log.info("  metrics: %s", args.metrics)
+    progress.say("done", ds=ds, files=n_files, rows_in=metrics["rows_in"], curated=rows_curated,
+                 quarantined=rows_quarantined, by_reason={k: v for k, v in reasons.items() if v},
+                 fixed_by_rule={k: v for k, v in fixed_by_rule.items() if v}, blank_lines_skipped=totals["blank"],
+                 metrics=args.metrics)
     return metrics
 
 
@@ -869,18 +926,20 @@ def main(argv: list[str] | None = None, spark=None) -> int:
     returns the active session or builds one. The session is never stopped here.
     """
     _setup_logging()
+    progress = Progress("cleanse")
     args = parse_args(argv)
     failure = error_path(args.metrics)
     failure.unlink(missing_ok=True)  # never report a previous attempt's error
     try:
-        plan = prepare(args)  # fail fast on arguments, config and input, before a JVM starts
+        plan = prepare(args, progress)  # fail fast on arguments, config and input, before a JVM starts
         if spark is None:
             from hdwm.spark import get_spark
 
             spark = get_spark("washline-cleanse", JOB_CONF)
             # Keep the job's story readable in the Airflow task log.
             spark.sparkContext.setLogLevel(os.environ.get("WASHLINE_SPARK_LOG_LEVEL", "WARN"))
-        run(spark, args, plan)
+            progress.say("Spark session ready", master=spark.sparkContext.master)
+        run(spark, args, plan, progress)
     except NoInputError as exc:
         log.error("%s", exc)
         _write_error(failure, exc)

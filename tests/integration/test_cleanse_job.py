@@ -3,13 +3,17 @@ in-process on the session fixture and once as a real ``spark-submit``."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import importlib.util
+import io
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
+from collections import Counter
 from datetime import date
 from pathlib import Path
 
@@ -65,6 +69,18 @@ def job():
     return load_job()
 
 
+class Tee(io.StringIO):
+    """Keeps what is written and passes it on (so ``-s`` still shows it)."""
+
+    def __init__(self, other):
+        super().__init__()
+        self.other = other
+
+    def write(self, text):
+        self.other.write(text)
+        return super().write(text)
+
+
 @pytest.fixture(scope="module")
 def febrl_run(tmp_path_factory, spark, job):
     """FEBRL1 in two parts plus the malformed extra file, cleansed once with
@@ -75,12 +91,71 @@ def febrl_run(tmp_path_factory, spark, job):
     write_extra(landing / "febrl" / DS)
     previous = spark.conf.get("spark.sql.files.maxPartitionBytes")
     spark.conf.set("spark.sql.files.maxPartitionBytes", "16384")  # ~3 splits per 45 KB part
+    log = Tee(sys.stderr)
     try:
-        rc = job.main(job_args(landing, out), spark=spark)
+        with contextlib.redirect_stderr(log):  # the job's progress lines (hdwm.progress) go to stderr
+            rc = job.main(job_args(landing, out), spark=spark)
     finally:
         spark.conf.set("spark.sql.files.maxPartitionBytes", previous)
     metrics = json.loads((out / "metrics" / f"{DS}.json").read_text())
-    return {"rc": rc, "landing": landing, "out": out, "metrics": metrics}
+    return {"rc": rc, "landing": landing, "out": out, "metrics": metrics, "log": log.getvalue()}
+
+
+FILE_LINE = re.compile(
+    r"^\[cleanse\] file (?P<name>\S+): read=(?P<read>\d+) curated=(?P<curated>\d+) "
+    r"quarantined=(?P<quarantined>\d+) by_reason=(?P<reasons>none|\([^)]*\)) blank=(?P<blank>\d+) "
+    r"total=\(files=(?P<done>\d+)/(?P<of>\d+) read=(?P<t_read>\d+) curated=(?P<t_curated>\d+) "
+    r"quarantined=(?P<t_quarantined>\d+)\) \((?P<elapsed>\d+\.\d)s since start\)$")
+
+
+def reasons_of(text: str) -> dict[str, int]:
+    return {} if text == "none" else {k: int(v) for k, v in (kv.split("=") for kv in text.strip("()").split())}
+
+
+def test_task_log_tells_each_file_with_its_counts_and_a_running_total(febrl_run):
+    """Issue 14, item 4: one [cleanse] line per event; per landing file its
+    name relative to the landing root, rows read / curated / quarantined by
+    reason, and the running total with the seconds since the job started."""
+    lines = [line for line in febrl_run["log"].splitlines() if line.startswith("[cleanse] ")]
+    events = [re.sub(r"[:(].*", "", line[len("[cleanse] "):]).strip() for line in lines]
+    day = febrl_run["landing"] / "febrl" / DS
+    names = sorted(f"febrl/{DS}/{p.name}" for p in day.glob("*.csv"))
+    assert events == ["start", "source febrl", "source febrl", *[f"file {n}" for n in names],
+                      "write curated and quarantine Parquet", "done"], lines
+    physical = {f"febrl/{DS}/{p.name}": p.read_text().splitlines() for p in day.glob("*.csv")}
+    assert f"source febrl: read: files=3 lines={sum(map(len, physical.values()))} blank=1 (stage " in lines[1]
+
+    extra = f"febrl/{DS}/part-0002.csv"
+    expected_reasons = Counter(reason for _, reason in EXTRA_LINES.values() if reason)
+    found = [FILE_LINE.match(line) for line in lines if line.startswith("[cleanse] file ")]
+    assert all(found), lines
+    running = Counter()
+    elapsed = []
+    for i, m in enumerate(found, 1):
+        name, read, curated, quarantined = m["name"], int(m["read"]), int(m["curated"]), int(m["quarantined"])
+        blank = sum(1 for line in physical[name][1:] if not line.strip())
+        assert read == len(physical[name]) - 1 - blank  # rows = lines after the header, blank ones aside
+        assert int(m["blank"]) == blank
+        assert read == curated + quarantined
+        assert reasons_of(m["reasons"]) == (dict(expected_reasons) if name == extra else {})
+        assert sum(reasons_of(m["reasons"]).values()) == quarantined
+        running.update(read=read, curated=curated, quarantined=quarantined)
+        assert (int(m["done"]), int(m["of"])) == (i, 3)
+        assert (int(m["t_read"]), int(m["t_curated"]), int(m["t_quarantined"])) == (
+            running["read"], running["curated"], running["quarantined"])
+        elapsed.append(float(m["elapsed"]))
+    assert elapsed == sorted(elapsed) and elapsed[0] > 0
+    mt = febrl_run["metrics"]
+    assert (running["read"], running["curated"], running["quarantined"]) == (
+        mt["rows_in"], mt["rows_curated"], mt["rows_quarantined"])
+    assert (f"write curated and quarantine Parquet: curated={mt['rows_curated']} "
+            f"quarantined={mt['rows_quarantined']} (stage ") in lines[-2]
+    by_reason = " ".join(f"{k}={v}" for k, v in mt["quarantined_by_reason"].items() if v)
+    assert lines[-1].startswith(f"[cleanse] done: ds={DS} files=3 rows_in={mt['rows_in']} "
+                                f"curated={mt['rows_curated']} quarantined={mt['rows_quarantined']} "
+                                f"by_reason=({by_reason}) ")
+    # counts, names and paths only: no row of the input reaches the log
+    assert not any(rid in febrl_run["log"] for rid in ("rec-9001-org", "rec-9003-org", "unbalanced", "no,id"))
 
 
 def test_counts_and_invariant(febrl_run):
@@ -256,8 +331,15 @@ def test_spark_submit_clean_input_writes_an_empty_quarantine(tmp_path):
     m = json.loads((out / "metrics" / f"{DS}.json").read_text())
     assert (m["rows_in"], m["rows_curated"], m["rows_quarantined"]) == (1000, 1000, 0)
     assert m["fixed_by_rule"]["bad_date"] == 3
-    # spark-submit's PythonRunner sends the Python process's stderr to its stdout
-    assert "1000 rows in -> 1000 curated + 0 quarantined" in proc.stdout + proc.stderr
+    # spark-submit's PythonRunner sends the Python process's stderr to its stdout,
+    # which Airflow's SparkSubmitHook logs line by line: the progress lines are task-log lines
+    logged = (proc.stdout + proc.stderr).splitlines()
+    assert "[cleanse] Spark session ready: master=local[1] (" in "\n".join(logged)
+    for part in ("part-0000.csv", "part-0001.csv"):
+        assert any(line.startswith(f"[cleanse] file febrl/{DS}/{part}: read=500 curated=500 quarantined=0 "
+                                   f"by_reason=none ") for line in logged), logged[-40:]
+    assert any(line.startswith(f"[cleanse] done: ds={DS} files=2 rows_in=1000 curated=1000 quarantined=0 ")
+               for line in logged)
     table = pq.read_table(out / "quarantine" / DS)
     assert table.num_rows == 0
     assert table.schema.names == ["ds", "source", "source_file", "line_number", "raw", "reason", "detail"]
