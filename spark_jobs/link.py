@@ -44,6 +44,10 @@ Output (all overwritten on rerun):
   are complete: a job killed mid-write (``links/`` half written) leaves no
   metrics.json, and the rerun overwrites both folders.
 
+Progress: one ``[link] <stage>: key=value ... (seconds)`` line per stage on
+stderr (under spark-submit: stdout, hence the Airflow task log), with an
+estimate of the time left after each HDWM iteration; see ``run``.
+
 Exit status: 0 on success; 2 (permanent, not retried) on bad arguments or
 profile, unusable input (no record_id/source column, a bad source name,
 duplicate (source, record_id)), a registry refusal, an incomplete base
@@ -151,6 +155,15 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
         landing: str | None = None, neighbourhood: str = "pair_key") -> dict:
     """Link ``curated`` into ``out``; returns the metrics dict written to metrics.json.
 
+    Progress: one ``[link] <stage>: key=value ... (stage Xs; Ys since start)``
+    line per stage on stderr (``hdwm.progress``): start, read curated,
+    decisions, then with ``registry`` the registry stages (read base version,
+    token frequencies maintained, neighbourhood pulled in, link, id
+    assignment, write version), without it the link, then the written
+    outputs and done. After each engine iteration a line estimates the time
+    left in the mu loop (``hdwm.progress.watch_engine``); the engine's own
+    ``[hdwm]`` lines stay beside them.
+
     References are keyed by (``source_col``, ``record_id``): two sources may
     reuse a record id. With ``registry`` (``lake/entities``) the night is
     linked incrementally against the published registry version before ``ds``
@@ -168,9 +181,21 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
             date is published, or an earlier one is pending).
         hdwm.registry.RegistryError / hdwm.incremental.DecisionsError: unusable base version / decisions file.
     """
+    from hdwm.progress import Progress, activate
+
+    progress = Progress("link")
+    with activate(progress):
+        return _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, registry=registry,
+                    source_col=source_col, decisions=decisions, landing=landing, neighbourhood=neighbourhood)
+
+
+def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, registry, source_col, decisions,
+         landing, neighbourhood) -> dict:
+    """``run``'s body, saying its stages on ``progress``."""
     from pyspark.sql import functions as F
 
     from hdwm.config import load_profile
+    from hdwm.progress import watch_engine
     from hdwm.registry import (check_sources, clear_markers, read_version, ref_key_col, resolve_base,
                                write_version)
     from hdwm.spark import get_spark, tune_for_input
@@ -184,9 +209,18 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
         # refusals come before Spark starts: they are about dates, not data
         base_ds = resolve_base(registry, ds, curated_root=Path(curated).parent, landing=landing)
     decisions = decisions if decisions is not None else _default_decisions()
-    spark = spark or get_spark(f"washline-link-{ds}")
+    own_ckpt = checkpoint_dir is None
+    ckpt = checkpoint_dir or os.path.join(out, "_checkpoint")
+    progress.say("start", ds=ds, curated=curated, out=out, profile=profile.name, checkpoint=ckpt,
+                 registry=registry, base_ds=base_ds, decisions=decisions)
+    if spark is None:
+        spark = get_spark(f"washline-link-{ds}")
+        # Spark's INFO lines would bury the job's story in the Airflow task log (as in cleanse.py)
+        spark.sparkContext.setLogLevel(os.environ.get("WASHLINE_SPARK_LOG_LEVEL", "WARN"))
+        progress.say("Spark session ready", master=spark.sparkContext.master)
     if _HDWM_FROM_SCRIPT_DIR:
         ship_hdwm(spark)
+    t_read = time.time()
     df = spark.read.parquet(curated)
     if "record_id" not in df.columns:
         raise LinkInputError(f"{curated}: no record_id column")
@@ -205,43 +239,51 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
         cols.append(attributes_map(df).alias("attributes"))
     refs = df.select(*cols).withColumn("ref_key", ref_key_col()).localCheckpoint(eager=True)
     crow = refs.agg(F.count(F.lit(1)).alias("n"), F.countDistinct("ref_key").alias("d"),
-                    F.countDistinct("record_id").alias("r")).first()
+                    F.countDistinct("record_id").alias("r"), F.countDistinct("source").alias("s")).first()
     if crow["n"] != crow["d"]:
         dup = (refs.groupBy("source", "record_id").count().filter("count > 1").limit(3).collect())
         shown = ", ".join(f"{r.source}/{r.record_id}" for r in dup)
         raise LinkInputError(f"{curated}: (source, record_id) is not unique: {crow['n']} rows, {crow['d']} distinct "
                              f"(e.g. {shown})")
     tune_for_input(spark, int(crow["n"]))  # shuffle partitions for the night's size (unless set on spark-submit)
-    own_ckpt = checkpoint_dir is None
-    ckpt = checkpoint_dir or os.path.join(out, "_checkpoint")
-    print(f"[link] ds={ds} curated={curated} out={out} profile={profile.name} checkpoint={ckpt} "
-          f"registry={registry} base_ds={base_ds} decisions={decisions}", flush=True)
+    progress.say("read curated", {"references": int(crow["n"]), "sources": int(crow["s"])},
+                 stage_seconds=time.time() - t_read)
     from hdwm.incremental import read_decisions
 
-    must, cannot = read_decisions(spark, decisions)
-    if registry:
-        links, metrics, registry_counts, pairs = _link_with_registry(spark, refs, registry, ds, base_ds, profile, must,
-                                                              cannot, ckpt, t0, read_version, clear_markers,
-                                                              write_version, neighbourhood)
-    else:
-        links, metrics, pairs = _link_alone(spark, refs, ds, profile, must, cannot, ckpt,
-                                            unique_ids=crow["r"] == crow["n"])
-        registry_counts = None
-    links.write.mode("overwrite").parquet(os.path.join(out, "links"))
-    written = spark.read.parquet(os.path.join(out, "links"))
-    from hdwm.pipeline import clusters_of
+    with progress.stage("decisions") as said:
+        must, cannot = read_decisions(spark, decisions)
+        said.update(must_link=must.count() if must is not None else 0,
+                    cannot_link=cannot.count() if cannot is not None else 0)
+    with watch_engine(progress, profile.muIterate):
+        if registry:
+            links, metrics, registry_counts, pairs = _link_with_registry(
+                spark, refs, registry, ds, base_ds, profile, must, cannot, ckpt, t0, read_version, clear_markers,
+                write_version, neighbourhood)
+        else:
+            with progress.stage("link") as said:
+                links, metrics, pairs = _link_alone(spark, refs, ds, profile, must, cannot, ckpt,
+                                                    unique_ids=crow["r"] == crow["n"])
+                said.update(references=metrics["references"], clusters=metrics["clusters"],
+                            iterations=len(metrics.get("iterations") or []))
+            registry_counts = None
+    with progress.stage("write links, clusters and pairs") as said:
+        links.write.mode("overwrite").parquet(os.path.join(out, "links"))
+        written = spark.read.parquet(os.path.join(out, "links"))
+        from hdwm.pipeline import clusters_of
 
-    clusters_of(written).write.mode("overwrite").parquet(os.path.join(out, "clusters"))
-    if pairs is not None:
-        why_pairs(pairs).write.mode("overwrite").parquet(os.path.join(out, "pairs"))
+        clusters_of(written).write.mode("overwrite").parquet(os.path.join(out, "clusters"))
+        said.update(links=metrics["references"], clusters=metrics["clusters"])
+        if pairs is not None:
+            why_pairs(pairs).write.mode("overwrite").parquet(os.path.join(out, "pairs"))
+            said["pairs"] = spark.read.parquet(os.path.join(out, "pairs")).count()
     payload = {"ds": ds, "profile": profile.name, **metrics, "registry": registry_counts,
                "seconds": round(time.time() - t0, 2)}
     write_json_atomic(os.path.join(out, "metrics.json"), payload)
     if own_ckpt:
         shutil.rmtree(ckpt, ignore_errors=True)
-    print(f"[link] wrote {out}/links, {out}/clusters, {out}/metrics.json "
-          f"({payload['references']} references, {payload['clusters']} clusters, "
-          f"pairwise={payload['pairwise']}, {payload['seconds']}s)", flush=True)
+    progress.say("done", ds=ds, references=payload["references"], clusters=payload["clusters"],
+                 singletons=payload["singletons"], largest_cluster=payload["largest_cluster"],
+                 pairwise=payload["pairwise"] or "none (no truth)", out=out, seconds=payload["seconds"])
     return payload
 
 

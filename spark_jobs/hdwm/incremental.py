@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +57,7 @@ from pyspark.sql import functions as F
 from .blocking import blocking_tokens
 from .config import LinkageProfile, load_profile
 from .frequency import token_frequencies
+from .progress import reporter
 from .registry import (
     SOURCE_PATTERN,
     RegistryVersion,
@@ -75,9 +75,10 @@ DECISIONS_COLUMNS = ["source_a", "record_id_a", "source_b", "record_id_b", "deci
                      "decided_at", "note"]
 
 
-def _say(msg: str) -> None:
-    print(f"[incremental] {msg}", file=sys.stderr, flush=True)
-    log.info(msg)
+def _say(msg: str, counts: dict | None = None, stage_seconds: float | None = None) -> None:
+    """One progress line (``hdwm.progress``): ``[incremental] ...``, or inside
+    the link job ``[link] ...`` with its seconds since start."""
+    reporter("incremental").say(msg, counts, stage_seconds=stage_seconds)
 
 
 def _freeze(df: DataFrame) -> DataFrame:
@@ -494,6 +495,10 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     freq = _freeze(allf.groupBy("token").agg(F.sum("freq").cast("long").alias("freq")).filter(F.col("freq") > 0))
     n_total = n_base + n_night - n_resent
     eff = profile.effective(n_total)
+    _say("registry: token frequencies maintained", {
+        "ds": ds, "night": n_night, "sent_again": n_resent, "registry": n_base, "N": n_total,
+        "distinct_tokens": freq.count(), "beta": eff.beta, "sigma": eff.sigma}, time.time() - t0)
+    t_stage = time.time()
 
     # 2. candidate neighbourhood
     cand = candidate_references(base_mem, night_tok, freq, eff, profile, neighbourhood)
@@ -514,9 +519,10 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     neigh = _freeze(base_mem.join(touched, "entity_id", "left_semi")
                     .join(night.select("ref_key"), "ref_key", "left_anti"))
     n_neigh = neigh.count()
-    _say(f"ds={ds} night={n_night} (sent again: {n_resent}) registry={n_base} N={n_total} beta={eff.beta} "
-         f"sigma={eff.sigma} neighbourhood={n_neigh} references of {touched.count()} entities "
-         f"({time.time() - t0:.1f}s)")
+    _say("registry: neighbourhood pulled in", {
+        "references": n_neigh, "entities": touched.count(), "by_decisions": len(extra),
+        "big_entities": len(big_rows), "neighbourhood_rule": neighbourhood}, time.time() - t_stage)
+    t_stage = time.time()
 
     # 3. link night + neighbourhood with the same engine
     cols = ["ref_key", "text"]
@@ -527,6 +533,9 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
         sub = night.select(*cols).unionByName(neigh.select(*cols))
     clusters, emetrics, pairs = engine_link(spark, sub, profile, freq, n_total, must, cannot, checkpoint_dir)
     clusters = _freeze(enforce_decisions(clusters, must, cannot))
+    _say("registry: link", {"references": n_night + n_neigh, "clusters": emetrics.get("clusters"),
+                            "iterations": len(emetrics.get("iterations") or [])}, time.time() - t_stage)
+    t_stage = time.time()
 
     # 4. ids and the next version
     res = assign_and_build(spark, base, clusters, night, ds, profile)
@@ -535,7 +544,9 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     res.pairs = pairs
     res.counts.update({"neighbourhood_references": n_neigh, "linked_references": n_night + n_neigh,
                        "resent_references": n_resent})
-    _say(f"ds={ds} done: {res.counts} ({time.time() - t0:.1f}s)")
+    _say("registry: id assignment", {k: res.counts[k] for k in (
+        "night_references", "new_references", "joined_existing", "new_entities", "grows", "merges", "splits",
+        "entities_total", "references_total") if k in res.counts}, time.time() - t_stage)
     return res
 
 

@@ -74,6 +74,8 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .progress import reporter
+
 log = logging.getLogger("hdwm.registry")
 
 SOURCE_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -289,7 +291,11 @@ def read_version(spark: SparkSession, registry, ds: str | None) -> RegistryVersi
     Raises:
         RegistryError: the folder is missing or has no ``_COMPLETE.json``.
     """
+    t0 = time.time()
     if ds is None:
+        reporter("registry").say("registry: read base version", {
+            "base_ds": "none (the empty registry: first night)", "references": 0, "entities": 0},
+            stage_seconds=time.time() - t0)
         return empty_version(spark)
     d = version_dir(registry, ds)
     if not (d / COMPLETE).is_file():
@@ -297,8 +303,12 @@ def read_version(spark: SparkSession, registry, ds: str | None) -> RegistryVersi
     frames = {}
     for part in PARTS:
         frames[part] = spark.read.schema(SCHEMAS[part]).parquet(str(d / part))
+    complete = read_complete(registry, ds)
+    reporter("registry").say("registry: read base version", {  # counts as its _COMPLETE.json recorded them
+        "base_ds": ds, "references": complete.get("references_total"), "entities": complete.get("entities_total")},
+        stage_seconds=time.time() - t0)
     return RegistryVersion(ds, frames["members"], frames["entities"], frames["frequencies"], frames["changes"],
-                           read_complete(registry, ds))
+                           complete)
 
 
 def clear_markers(registry, ds: str) -> None:
@@ -327,6 +337,7 @@ def write_version(registry, ds: str, members: DataFrame, entities: DataFrame, ch
 
     Returns: the version folder.
     """
+    t0 = time.time()
     root = Path(registry)
     root.mkdir(parents=True, exist_ok=True)
     for stale in root.glob(f".ds={ds}.*"):
@@ -344,6 +355,9 @@ def write_version(registry, ds: str, members: DataFrame, entities: DataFrame, ch
         os.rename(final, old)
     os.rename(tmp, final)
     shutil.rmtree(old, ignore_errors=True)
+    reporter("registry").say("registry: write version", {"ds": ds, **{k: complete[k] for k in (
+        "references_total", "entities_total", "new_entities", "grows", "merges", "splits") if k in complete}},
+        stage_seconds=time.time() - t0)
     return final
 
 

@@ -7,8 +7,12 @@ writing its ``_PUBLISHED.json`` marker, as the Airflow publish task does.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
+import re
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -56,6 +60,26 @@ def _curated(spark, root: Path, ds: str, source: str, rows) -> str:
     return str(path)
 
 
+class _Tee(io.StringIO):
+    """Keeps what is written and passes it on (so ``-s`` still shows it)."""
+
+    def __init__(self, other):
+        super().__init__()
+        self.other = other
+
+    def write(self, text):
+        self.other.write(text)
+        return super().write(text)
+
+
+def _logged(fn, *args, **kwargs):
+    """(fn's result, the [link]/[hdwm] lines it wrote to stderr)."""
+    tee = _Tee(sys.stderr)
+    with contextlib.redirect_stderr(tee):
+        result = fn(*args, **kwargs)
+    return result, tee.getvalue().splitlines()
+
+
 def _publish(registry: Path, ds: str) -> None:
     (registry / f"ds={ds}" / "_PUBLISHED.json").write_text(json.dumps({"ds": ds, "published_at": "now"}))
 
@@ -72,12 +96,13 @@ def nights(spark, tmp_path_factory):
     link = _link_module()
     root = tmp_path_factory.mktemp("data")
     reg = root / "lake" / "entities"
-    payloads = {}
+    payloads = {"logs": {}}
     for ds, source, rows in (("2024-01-01", "crm", NIGHT1), ("2024-01-02", "web", NIGHT2),
                              ("2024-01-03", "web", NIGHT3)):
         cur = _curated(spark, root, ds, source, rows)
-        payloads[ds] = link.run(cur, str(root / "lake" / "linked" / ds), ds, "default", spark=spark,
-                                registry=str(reg), decisions="")
+        payloads[ds], payloads["logs"][ds] = _logged(
+            link.run, cur, str(root / "lake" / "linked" / ds), ds, "default", spark=spark, registry=str(reg),
+            decisions="")
         if ds == "2024-01-02":
             payloads["members2"] = _members(reg, ds)
         _publish(reg, ds)
@@ -184,6 +209,100 @@ def test_killed_job_is_ignored_by_next_night(spark, nights, tmp_path):
     assert (reg / "ds=2024-01-05" / "_COMPLETE.json").is_file()
 
 
+SINCE_START = re.compile(r"\((?:stage (\d+\.\d)s; )?(\d+\.\d)s since start\)$")
+
+
+def _levels_left(mu: float, step: float = 0.05) -> int:
+    """mu levels the engine's loop still visits after ``mu`` (default profile: muIterate 0.05)."""
+    left, m = 0, mu
+    while round(m + step, 2) <= 1.0 + 1e-9:
+        m, left = round(m + step, 2), left + 1
+    return left
+
+
+def _check_engine_lines(lines: list[str], iterations: list[dict]) -> None:
+    """One ``[link] engine:`` line per engine iteration: its mu and seconds as in
+    metrics.json, and the estimate = mu levels left x mean of the last 3 iterations."""
+    engine = [line for line in lines if line.startswith("[link] engine: iteration ")]
+    assert len(engine) == len(iterations), (engine, iterations)
+    recent: list[float] = []
+    for line, rec in zip(engine, iterations):
+        head = f"[link] engine: iteration {rec['iteration']} at mu={rec['mu']:.2f} "
+        if rec["links"] == 0:  # the loop stopped: no pair, or no link, left (the engine's line has no mu
+            # when fewer than 2 references are left)
+            at = f" at mu={rec['mu']:.2f}" if rec["references"] >= 2 else ""
+            assert line.startswith(f"[link] engine: iteration {rec['iteration']}{at} ended the loop"), line
+            continue
+        recent = (recent + [rec["seconds"]])[-3:]
+        mean, left = sum(recent) / len(recent), _levels_left(rec["mu"])
+        want = head + f"took {rec['seconds']:.1f}s; " + (
+            "it was the last mu level" if left == 0 else
+            f"at most {left} mu level(s) left, about {left * mean:.0f}s more at {mean:.1f}s per iteration "
+            f"(mean of the last {len(recent)}; the loop may stop sooner)")
+        assert line.startswith(want), (line, want)
+
+
+def test_task_log_tells_each_registry_stage_with_counts_and_seconds(nights):
+    """Issue 14, item 4: the link job's [link] lines in the task log, one per
+    stage with its counts, the stage's seconds and the seconds since start."""
+    _, _, _, payloads = nights
+    stages = ["start", "read curated", "decisions", "registry: read base version",
+              "registry: token frequencies maintained", "registry: neighbourhood pulled in", "registry: link",
+              "registry: id assignment", "registry: write version", "write links, clusters and pairs", "done"]
+    previous = None
+    for ds, rows in (("2024-01-01", NIGHT1), ("2024-01-02", NIGHT2), ("2024-01-03", NIGHT3)):
+        p, lines = payloads[ds], payloads["logs"][ds]
+        c = p["registry"]
+        said = [line for line in lines if line.startswith("[link] ")]
+        by_stage = {}
+        for line in said:
+            stage = line[len("[link] "):].split(":")[0]
+            stage = next((s for s in stages if line.startswith(f"[link] {s}:")), stage)
+            by_stage.setdefault(stage, line)
+        assert [s for s in by_stage if s in stages] == stages, said
+        seconds = [float(SINCE_START.search(line).group(2)) for line in said]
+        assert seconds == sorted(seconds), said  # every line says its seconds since the job started
+        for s in stages[1:-1]:
+            assert SINCE_START.search(by_stage[s]).group(1) is not None, by_stage[s]  # and the stage's own
+
+        def says(stage, text):
+            assert by_stage[stage].startswith(f"[link] {stage}: {text} ("), by_stage[stage]
+
+        says("read curated", f"references={len(rows)} sources=1")
+        says("decisions", "must_link=0 cannot_link=0")
+        if previous is None:
+            says("registry: read base version", "base_ds=none (the empty registry: first night) references=0 "
+                                                "entities=0")
+        else:
+            says("registry: read base version", f"base_ds={previous['ds']} "
+                                                f"references={previous['references_total']} "
+                                                f"entities={previous['entities_total']}")
+        base_refs = previous["references_total"] if previous else 0
+        assert by_stage["registry: token frequencies maintained"].startswith(
+            f"[link] registry: token frequencies maintained: ds={ds} night={len(rows)} "
+            f"sent_again={c['resent_references']} registry={base_refs} N={c['references_total']} distinct_tokens=")
+        assert f"references={c['neighbourhood_references']} entities=" in by_stage["registry: neighbourhood pulled in"]
+        link_line = re.match(r"\[link\] registry: link: references=(\d+) clusters=(\d+) iterations=(\d+) \(stage ",
+                             by_stage["registry: link"])
+        assert link_line, by_stage["registry: link"]
+        assert int(link_line[1]) == len(rows) + c["neighbourhood_references"] == p["engine_references"]
+        assert int(link_line[3]) == len(p["iterations"]) and 1 <= int(link_line[2]) <= int(link_line[1])
+        says("registry: id assignment", f"night_references={c['night_references']} "
+                                        f"new_references={c['new_references']} joined_existing={c['joined_existing']} "
+                                        f"new_entities={c['new_entities']} grows={c['grows']} merges={c['merges']} "
+                                        f"splits={c['splits']} entities_total={c['entities_total']} "
+                                        f"references_total={c['references_total']}")
+        says("registry: write version", f"ds={ds} references_total={c['references_total']} "
+                                        f"entities_total={c['entities_total']} new_entities={c['new_entities']} "
+                                        f"grows={c['grows']} merges={c['merges']} splits={c['splits']}")
+        assert by_stage["write links, clusters and pairs"].startswith(
+            f"[link] write links, clusters and pairs: links={len(rows)} clusters={p['clusters']} pairs=")
+        assert by_stage["done"].startswith(f"[link] done: ds={ds} references={len(rows)} clusters={p['clusters']} ")
+        _check_engine_lines(said, p["iterations"])
+        assert not any("JOHN" in line or "SMITH" in line for line in said)  # counts, never a reference's values
+        previous = {"ds": ds, **c}
+
+
 def test_two_sources_may_reuse_record_ids_without_registry(spark, tmp_path):
     link = _link_module()
     rows = [("crm", r) for r in NIGHT1] + [("web", r) for r in NIGHT2]
@@ -193,9 +312,15 @@ def test_two_sources_may_reuse_record_ids_without_registry(spark, tmp_path):
     schema = ", ".join(f"{c} {'int' if c == 'line_number' else 'string'}" for c in pdf.columns)
     cur = tmp_path / "curated" / "2024-01-01"
     spark.createDataFrame(pdf, schema).write.parquet(str(cur))
-    payload = link.run(str(cur), str(tmp_path / "out"), "2024-01-01", "default", spark=spark, decisions="")
+    payload, logged = _logged(link.run, str(cur), str(tmp_path / "out"), "2024-01-01", "default", spark=spark,
+                              decisions="")
     links = pd.read_parquet(tmp_path / "out" / "links")
     assert len(links) == 8 and payload["references"] == 8
+    # without a registry the task log has one link stage (issue 14, item 4)
+    stage = [line for line in logged if line.startswith("[link] link: ")]
+    assert len(stage) == 1 and stage[0].startswith(
+        f"[link] link: references=8 clusters={payload['clusters']} iterations={len(payload['iterations'])} (stage ")
+    _check_engine_lines(logged, payload["iterations"])
     assert set(zip(links["source"], links["record_id"])) == {(s, r[0]) for s, r in rows}
     lk = links.set_index(["source", "record_id"])["cluster_id"]
     assert lk[("crm", "c1")] == lk[("web", "c1")] == lk[("crm", "c2")]  # linked across sources
