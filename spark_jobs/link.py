@@ -212,7 +212,7 @@ def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, reg
     own_ckpt = checkpoint_dir is None
     ckpt = checkpoint_dir or os.path.join(out, "_checkpoint")
     progress.say("start", ds=ds, curated=curated, out=out, profile=profile.name, checkpoint=ckpt,
-                 registry=registry, base_ds=base_ds, decisions=decisions)
+                 registry=registry or "none", base_ds=base_ds or "none", decisions=decisions or "none")
     if spark is None:
         spark = get_spark(f"washline-link-{ds}")
         # Spark's INFO lines would bury the job's story in the Airflow task log (as in cleanse.py)
