@@ -254,7 +254,9 @@ def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, reg
         must, cannot = read_decisions(spark, decisions)
         said.update(must_link=must.count() if must is not None else 0,
                     cannot_link=cannot.count() if cannot is not None else 0)
-    with watch_engine(progress, profile.muIterate):
+    from hdwm.pipeline import mu_levels
+
+    with watch_engine(progress, len(mu_levels(profile))):
         if registry:
             links, metrics, registry_counts, pairs = _link_with_registry(
                 spark, refs, registry, ds, base_ds, profile, must, cannot, ckpt, t0, read_version, clear_markers,

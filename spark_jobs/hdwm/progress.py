@@ -140,23 +140,10 @@ def reporter(default_job: str) -> Progress:
 # ---------------------------------------------------------------- estimate of the mu loop
 
 
-def mu_levels_left(mu: float, step: float) -> int:
-    """How many more iterations the engine's loop can run after the one at
-    ``mu``: it adds ``step`` (rounded to 2 decimals, as ``hdwm.pipeline``
-    does) while mu stays <= 1."""
-    if step <= 0:
-        raise ValueError(f"step must be > 0, got {step}")
-    left, m = 0, mu
-    while True:
-        m = round(m + step, 2)
-        if m > 1.0 + 1e-9:
-            return left
-        left += 1
-
-
 class IterationEstimate:
     """Seconds left in the engine's mu loop: mu levels left x the mean seconds
-    of the last ``window`` iterations.
+    of the last ``window`` iterations. ``levels``: how many iterations the
+    loop has at most (``len(hdwm.pipeline.mu_levels(profile))``).
 
     It is a rough figure, and says so: the loop stops early when no pair or
     link is left (then less time is needed), later iterations see fewer
@@ -164,16 +151,16 @@ class IterationEstimate:
     new pairs is slower than the mean.
     """
 
-    def __init__(self, step: float, window: int = 3) -> None:
-        self.step = float(step)
+    def __init__(self, levels: int, window: int = 3) -> None:
+        self.levels = int(levels)
         self.recent: deque[float] = deque(maxlen=window)
 
-    def record(self, mu: float, seconds: float) -> dict[str, Any]:
-        """Record the iteration at ``mu`` that took ``seconds``; returns
+    def record(self, iteration: int, seconds: float) -> dict[str, Any]:
+        """Record iteration ``iteration`` (1-based) that took ``seconds``; returns
         ``levels_left``, ``mean_seconds`` (of the recent iterations) and
         ``seconds_left`` (levels_left x mean_seconds)."""
         self.recent.append(max(0.0, float(seconds)))
-        left = mu_levels_left(mu, self.step)
+        left = max(0, self.levels - int(iteration))
         mean = sum(self.recent) / len(self.recent)
         return {"levels_left": left, "mean_seconds": mean, "seconds_left": left * mean}
 
@@ -181,8 +168,8 @@ class IterationEstimate:
 #: the engine's line for a finished iteration (``hdwm.pipeline``): "iteration 3: mu=0.60 ...";
 #: the loop's last line ends ", stop" (and may lack mu: "iteration 9: fewer than 2 references left, stop")
 ENGINE_ITERATION = re.compile(r"^iteration (\d+): (?:mu=(\d+(?:\.\d+)?)\b)?")
-#: its own seconds: "... (12.3s: blocking ..." or "... skipped; 1.2s)"
-ENGINE_SECONDS = re.compile(r"\((\d+(?:\.\d+)?)s: |; (\d+(?:\.\d+)?)s\)$")
+#: its own seconds: "... (12.3s: blocking 1.0s, ...)" (a line that recomputed nothing has none)
+ENGINE_SECONDS = re.compile(r"\((\d+(?:\.\d+)?)s: ")
 
 
 class _EngineWatcher(logging.Handler):
@@ -211,8 +198,8 @@ class _EngineWatcher(logging.Handler):
             if not m.group(2):
                 return
             s = ENGINE_SECONDS.search(msg)
-            seconds = float(s.group(1) or s.group(2)) if s else since
-            e = self.estimate.record(float(m.group(2)), seconds)
+            seconds = float(s.group(1)) if s else since
+            e = self.estimate.record(int(m.group(1)), seconds)
             if e["levels_left"] == 0:
                 self.progress.say(f"engine: iteration {m.group(1)} at mu={m.group(2)} took {seconds:.1f}s; "
                                   f"it was the last mu level")
@@ -227,18 +214,20 @@ class _EngineWatcher(logging.Handler):
 
 
 @contextmanager
-def watch_engine(progress: Progress, step: float, clock: Callable[[], float] = time.monotonic) -> Iterator[None]:
+def watch_engine(progress: Progress, levels: int, clock: Callable[[], float] = time.monotonic) -> Iterator[None]:
     """Inside the block, each engine iteration (the ``hdwm`` logger's
     ``iteration N: mu=...`` records, which ``hdwm.pipeline`` writes beside its
     ``[hdwm]`` lines) adds one ``engine: ...`` line with the estimate of the
-    time left (:class:`IterationEstimate`, ``step`` = the profile's muIterate).
+    time left (:class:`IterationEstimate`; ``levels`` = the loop's mu levels,
+    ``len(hdwm.pipeline.mu_levels(profile))``). An iteration line without its
+    seconds (one that recomputed nothing) counts the time since the previous line.
 
     The ``hdwm`` logger is set to INFO for the block (its records are made at
     all) and restored after. When the engine's lines change shape no estimate
     is written; nothing else changes.
     """
     logger = logging.getLogger("hdwm")
-    handler = _EngineWatcher(progress, IterationEstimate(step), clock)
+    handler = _EngineWatcher(progress, IterationEstimate(levels), clock)
     level = logger.level
     if logger.getEffectiveLevel() > logging.INFO:
         logger.setLevel(logging.INFO)

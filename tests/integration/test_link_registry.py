@@ -220,6 +220,10 @@ def _levels_left(mu: float, step: float = 0.05) -> int:
     return left
 
 
+ENGINE_LINE = re.compile(r"took (\d+\.\d)s; (?:it was the last mu level|at most (\d+) mu level\(s\) left, about "
+                         r"(\d+)s more at (\d+\.\d)s per iteration \(mean of the last (\d); the loop may stop sooner\))")
+
+
 def _check_engine_lines(lines: list[str], iterations: list[dict]) -> None:
     """One ``[link] engine:`` line per engine iteration: its mu and seconds as in
     metrics.json, and the estimate = mu levels left x mean of the last 3 iterations."""
@@ -227,19 +231,24 @@ def _check_engine_lines(lines: list[str], iterations: list[dict]) -> None:
     assert len(engine) == len(iterations), (engine, iterations)
     recent: list[float] = []
     for line, rec in zip(engine, iterations):
-        head = f"[link] engine: iteration {rec['iteration']} at mu={rec['mu']:.2f} "
         if rec["links"] == 0:  # the loop stopped: no pair, or no link, left (the engine's line has no mu
             # when fewer than 2 references are left)
             at = f" at mu={rec['mu']:.2f}" if rec["references"] >= 2 else ""
             assert line.startswith(f"[link] engine: iteration {rec['iteration']}{at} ended the loop"), line
             continue
-        recent = (recent + [rec["seconds"]])[-3:]
+        assert line.startswith(f"[link] engine: iteration {rec['iteration']} at mu={rec['mu']:.2f} took "), line
+        m = ENGINE_LINE.search(line)
+        assert m, line
+        took = float(m[1])
+        if not rec["unchanged"]:  # the engine's own seconds; a line that recomputed nothing has none
+            assert m[1] == f"{rec['seconds']:.1f}", (line, rec)
+        recent = (recent + [took])[-3:]
         mean, left = sum(recent) / len(recent), _levels_left(rec["mu"])
-        want = head + f"took {rec['seconds']:.1f}s; " + (
-            "it was the last mu level" if left == 0 else
-            f"at most {left} mu level(s) left, about {left * mean:.0f}s more at {mean:.1f}s per iteration "
-            f"(mean of the last {len(recent)}; the loop may stop sooner)")
-        assert line.startswith(want), (line, want)
+        if left == 0:
+            assert m[2] is None, line
+            continue
+        assert (int(m[2]), int(m[5])) == (left, len(recent)), line
+        assert abs(float(m[4]) - mean) <= 0.11 and abs(int(m[3]) - left * mean) <= left * 0.05 + 0.51, (line, mean)
 
 
 def test_task_log_tells_each_registry_stage_with_counts_and_seconds(nights):
