@@ -122,7 +122,10 @@ def _same_result(fast, plain):
 
 
 def test_skipped_iterations_then_an_accepting_one_match_the_plain_loop(spark, tmp_path):
-    fast, plain = _link_both(spark, tmp_path, FAMILY, {"epsilon": 0.45, "muIterate": 0.02})
+    # identifyingAgreementRule off: among nine references it keeps the scores that make this case
+    # skip iterations and then accept (the loop's mechanics are what is tested here)
+    fast, plain = _link_both(spark, tmp_path, FAMILY, {"epsilon": 0.45, "muIterate": 0.02,
+                                                       "identifyingAgreementRule": False})
     _same_result(fast, plain)
     recs = fast[2]
     skipped = [r["iteration"] for r in recs if r["unchanged"]]
