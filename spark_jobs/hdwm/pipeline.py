@@ -94,8 +94,10 @@ def _freeze(df: DataFrame, reliable: bool = False) -> DataFrame:
     exactly once. A reliable ``checkpoint`` (only with ``reliable`` and a
     checkpoint dir) runs the plan, then a second job that recomputes it to
     write the files – washline measured that double work as a third of the
-    FEBRL3 link time, so it is kept for the state that crosses iterations
-    (``assigned``, the score cache) and the closure's every-N-rounds cut.
+    FEBRL3 link time. No call site asks for it today: every checkpoint of
+    the engine is local, so losing the executor that holds one fails the
+    job, and the Airflow retry of the link task reruns it from the start
+    (the proven recovery, ``docs/reliability.md``; issue 15).
     """
     if reliable and df.sparkSession.sparkContext.getCheckpointDir():
         return df.localCheckpoint(eager=True).checkpoint(eager=True)
