@@ -24,11 +24,12 @@ entropy quality as before (DWM, Talburt et al. 2020).
 Only components of three or more references can hold a conflicting pair that
 is not itself a link (a link's own pair was scored, so it is not vetoed), so
 only those are regrouped. The regrouping is a pandas UDF over Arrow
-(``cogroup().applyInPandas``) holding one component per call; a component
-larger than ``consistencyMaxComponent`` is not a cluster at that mu: its
-references are left out of the iteration's clusters (counted, a warning in
-the log) and linked again at the next mu, so no Python worker ever holds an
-unbounded group and no chain of thousands is accepted.
+(``cogroup().applyInPandas``) holding a bucket of whole components per call
+(at most ``BUCKET_REFERENCES`` + ``consistencyMaxComponent`` references); a
+component larger than ``consistencyMaxComponent`` is not a cluster at that
+mu: its references are left out of the iteration's clusters (counted, a
+warning in the log) and linked again at the next mu, so no Python worker
+ever holds an unbounded group and no chain of thousands is accepted.
 Cost per component: at most n²/2 pair checks for n references.
 """
 
@@ -37,7 +38,7 @@ from __future__ import annotations
 import logging
 
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from .config import LinkageProfile
@@ -48,6 +49,11 @@ log = logging.getLogger("hdwm")
 LINK, MUST_LINK, CANNOT_LINK = 1, 2, -1
 
 CLUSTER_SCHEMA = "record_id string, cluster_id string"
+
+#: references per UDF call of the regrouping (washline, speed; see ``consistent_clusters``)
+BUCKET_REFERENCES = 4096
+#: up to this many checked components, their bucket table is broadcast
+BROADCAST_COMPONENTS = 200_000
 
 
 def regroup_component(members: pd.DataFrame, edges: pd.DataFrame, conflict) -> dict[str, str]:
@@ -200,13 +206,35 @@ def consistent_clusters(
         .select(F.col("c1").alias("cluster_id"), "id1", "id2", "score", F.col("kind").cast("int").alias("kind"))
     )
 
-    def fn(m: pd.DataFrame, ed: pd.DataFrame) -> pd.DataFrame:
-        if m.empty:
-            return pd.DataFrame({"record_id": pd.Series([], dtype=object), "cluster_id": pd.Series([], dtype=object)})
-        m = m.sort_values("record_id", kind="mergesort").reset_index(drop=True)
-        out = regroup_component(m, ed, _member_conflict(m, profile))
-        return pd.DataFrame({"record_id": list(out.keys()), "cluster_id": list(out.values())})
+    # washline (speed): one UDF call per *bucket* of components, not per component. A Python call
+    # per group costs milliseconds of Arrow and pandas set-up, which at 100k references (10k+
+    # components) was most of the closure's time. Components are dealt into buckets in
+    # cluster_id order by their running size, so a bucket holds at most BUCKET_REFERENCES +
+    # consistencyMaxComponent references: a Python worker's group stays bounded.
+    start = F.sum("n").over(Window.orderBy("cluster_id").rowsBetween(Window.unboundedPreceding, 0)) - F.col("n")
+    buckets = (sizes.filter((F.col("n") >= 3) & (F.col("n") <= cap))
+               .select("cluster_id", F.floor(start / F.lit(BUCKET_REFERENCES)).cast("long").alias("bucket")))
 
-    refined = mem.groupBy("cluster_id").cogroup(e.groupBy("cluster_id")).applyInPandas(fn, CLUSTER_SCHEMA)
+    def bucket_of(df):  # each side gets its own copy of the column (a cogroup of one lineage is ambiguous)
+        b = buckets.select("cluster_id", F.col("bucket").alias("bucket"))
+        return df.join(F.broadcast(b) if checked <= BROADCAST_COMPONENTS else b, "cluster_id")
+
+    mem, e = bucket_of(mem), bucket_of(e)
+
+    empty = pd.DataFrame({"record_id": pd.Series([], dtype=object), "cluster_id": pd.Series([], dtype=object)})
+
+    def fn(mb: pd.DataFrame, eb: pd.DataFrame) -> pd.DataFrame:
+        if mb.empty:
+            return empty
+        edges = {cid: g for cid, g in eb.groupby("cluster_id", sort=False)}
+        ids, cids = [], []
+        for cid, m in mb.groupby("cluster_id", sort=False):
+            m = m.sort_values("record_id", kind="mergesort").reset_index(drop=True)
+            out = regroup_component(m, edges.get(cid, eb.iloc[:0]), _member_conflict(m, profile))
+            ids.extend(out.keys())
+            cids.extend(out.values())
+        return pd.DataFrame({"record_id": ids, "cluster_id": cids})
+
+    refined = mem.groupBy("bucket").cogroup(e.groupBy("bucket")).applyInPandas(fn, CLUSTER_SCHEMA)
     result = keep.unionByName(refined)
     return result, {"components_checked": checked, "oversize_components": oversize}

@@ -244,3 +244,47 @@ def test_a_component_above_the_cap_is_no_cluster_at_that_mu(spark):
     assert not {"a", "b", "c", "d"} & set(got)  # the chain of 4 is no cluster at this mu
     assert got["p"] == got["q"] == "p" and got["r"] == "r"  # MARY conflicts with JOHN: split off
     assert got["x"] == got["y"] == "x"
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("bucket", [4, 4096])
+def test_bucketed_regrouping_equals_one_component_at_a_time(spark, monkeypatch, bucket):
+    """consistent_clusters hands the UDF buckets of whole components (speed); with
+    buckets of about one component (4 references) and of all of them (4096) the
+    clusters are those of regroup_component run on each component alone."""
+    import hdwm.consistency as consistency
+    from hdwm.compare import comparison_tokens
+    from hdwm.frequency import token_frequencies
+    from hdwm.tokenizer import tokenize
+
+    monkeypatch.setattr(consistency, "BUCKET_REFERENCES", bucket)
+    people = [("JOHN", "123456789"), ("MARY", "987654321"), ("PETER", "555000111"), ("ANNA", "444222333")]
+    refs, links, comps = [], [], []
+    for h, street in enumerate(["OAK STREET PERTH", "ELM ROAD HOBART", "BAY AVENUE DARWIN"]):
+        ids = []
+        for g, ssn in people:  # four people of one household, two references each, and a bare surname
+            for k in (1, 2):
+                ids.append(f"h{h}{g[0]}{k}")
+                refs.append((ids[-1], f"{g} SMITH {h + 1} {street} {ssn}{h}"))
+        ids.append(f"h{h}x")
+        refs.append((ids[-1], f"SMITH {h + 1} {street}"))
+        comps += [(r, ids[0]) for r in ids]
+        links += [(a, b, 0.55 + 0.01 * (i % 7)) for i, (a, b) in enumerate(
+            (a, b) for a in ids for b in ids if a < b)]  # one component: every pair linked
+    df = spark.createDataFrame(refs, "record_id string, text string")
+    feats = comparison_tokens(tokenize(df, PROFILE), token_frequencies(tokenize(df, PROFILE)), PROFILE, len(refs))
+    comps_df = spark.createDataFrame(comps, "record_id string, cluster_id string")
+    links_df = spark.createDataFrame(links, "id1 string, id2 string, score double")
+    got, stats = consistency.consistent_clusters(comps_df, links_df, feats, PROFILE)
+    got = {r["record_id"]: r["cluster_id"] for r in got.collect()}
+    assert stats["components_checked"] == 3
+
+    fp = feats.toPandas()
+    want = {}
+    for cid in {c for _, c in comps}:
+        members = fp[fp.record_id.isin([r for r, c in comps if c == cid])].sort_values("record_id").reset_index(drop=True)
+        ed = pd.DataFrame([(a, b, s, LINK) for a, b, s in links if a in set(members.record_id)],
+                          columns=["id1", "id2", "score", "kind"])
+        want.update(regroup_component(members, ed, consistency._member_conflict(members, PROFILE)))
+    assert got == want
+    assert len(set(want.values())) > 3  # the households were split: the comparison is not trivial
