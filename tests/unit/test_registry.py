@@ -78,6 +78,10 @@ def test_complete_json_is_required_and_checked(paths):
     complete = registry.require_complete(paths)
     assert complete["references_total"] == 10 and complete["joined_existing"] == 3
     assert registry.expected_change_rows(complete) == 3
+    # one entity split in two parts: two change rows, one split entity (demo night 2 had 2 such)
+    split = dict(complete, new_entities=1, grows=2, merges=1, splits=1, split_rows=2)
+    assert registry.expected_change_rows(split) == 6
+    assert registry.expected_change_rows({k: v for k, v in split.items() if k != "split_rows"}) == 5
     bad = dict(complete, ds=D1)
     (paths.registry_version / "_COMPLETE.json").write_text(json.dumps(bad))
     with pytest.raises(registry.RegistryVersionError, match="is for ds='2025-01-01'"):
