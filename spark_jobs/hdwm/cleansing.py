@@ -57,12 +57,12 @@ COLUMN_TYPES = ("id", "text", "string", "date", "postcode", "phone")
 #: ``whitespace`` counts values changed by trimming/collapsing (not a loss).
 FIX_RULES = ("bad_date", "bad_postcode", "bad_phone", "whitespace")
 
-#: Row-level quarantine reasons (first match wins, in this order).
 #: Longest field a reference may carry (characters). Longer values are quarantined,
 #: not truncated: a 1 MB "name" is a broken export, and it would dominate memory in
 #: tokenisation and comparison.
 MAX_FIELD_CHARS = 1_000
 
+#: Row-level quarantine reasons (first match wins, in this order).
 QUARANTINE_REASONS = (
     "bad_header",  # the file's first line is not a header at all (drift in a real header fails the job)
     "malformed",  # the line cannot be parsed as CSV (e.g. an unbalanced quote)

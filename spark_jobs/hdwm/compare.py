@@ -29,8 +29,10 @@ greedy token matching, see ``score_weighted``) and takes
 ``max(weighted, ScoringMatrixKris)`` (``comparatorFloor``): rarity decides
 most pairs, and the position-weighted DWM matrix keeps pairs whose leading
 tokens agree while the rest differs (mixed layouts, a person who moved).
-Both run in plain Python per pair (``_weighted_token_match``,
-``_matrix_score``) inside one pandas UDF per Arrow batch.
+Both run in plain Python per pair inside one pandas UDF per Arrow batch;
+the token similarity rules live once, in ``_similarity_cells``, which every
+comparator reads (``tests/unit/test_hdwm_compare_reference.py`` checks the
+result against the full matrix and repeated ``argmax`` on FEBRL1 pairs).
 """
 
 from __future__ import annotations
@@ -141,239 +143,30 @@ def score_tokens(
     Raises:
         ValueError: unknown comparator.
     """
-    from rapidfuzz.distance import DamerauLevenshtein
-    from rapidfuzz.process import cdist
-
-    a = list(a) if a is not None else []
-    b = list(b) if b is not None else []
-    m, n = len(a), len(b)
-    if m == 0 or n == 0:
-        return 0.0
-    if m > n:
-        a, b, m, n = b, a, n, m
-    if comparator in ("ScoringMatrixKris", "ScoringMatrixStd"):
-        return _matrix_score(a, b, comparator, num_rule, initial_rule, initial_mode)
-    mat = cdist(a, b, scorer=DamerauLevenshtein.normalized_similarity, dtype=np.float64)
-    if num_rule or initial_rule:
-        aa = np.array(a, dtype=object)
-        bb = np.array(b, dtype=object)
-        eq = aa[:, None] == bb[None, :]
-        ruled = np.zeros((m, n), dtype=bool)
-        if num_rule:
-            da = np.array([t.isdigit() for t in a])
-            db = np.array([t.isdigit() for t in b])
-            num = da[:, None] & db[None, :]
-            mat = np.where(num, eq.astype(np.float64), mat)
-            ruled = num
-        if initial_rule:
-            la = np.array([len(t) == 1 for t in a])
-            lb = np.array([len(t) == 1 for t in b])
-            one = (la[:, None] | lb[None, :]) & ~ruled
-            if initial_mode == "initial":
-                fa = np.array([t[0] for t in a], dtype=object)
-                fb = np.array([t[0] for t in b], dtype=object)
-                hit = fa[:, None] == fb[None, :]
-            else:
-                hit = eq
-            mat = np.where(one, hit.astype(np.float64), mat)
-    if comparator == "ScoringMatrixKris":
-        base = m * (m + 1) / 2.0
-        weights = (m - np.arange(m)) / base
-    elif comparator == "ScoringMatrixStd":
-        weights = np.full(m, 1.0 / m)
-    else:
+    if comparator not in ("ScoringMatrixKris", "ScoringMatrixStd"):
         raise ValueError(f"unknown comparator {comparator!r}")
-    score = 0.0
-    for _ in range(m):
-        idx = int(np.argmax(mat))
-        j, k = divmod(idx, n)
-        score += mat[j, k] * weights[j]
-        mat[j, :] = -1.0
-        mat[:, k] = -1.0
-    return float(min(max(score, 0.0), 1.0))
-
-
-def _matrix_score(a, b, comparator, num_rule, initial_rule, initial_mode) -> float:
-    """The scoring matrix in plain Python (``len(a) ≤ len(b)``; same result
-    as the numpy form kept below for reference in ``score_tokens``).
-
-    Greedy pick order of repeated ``argmax`` = cells sorted by (similarity
-    desc, row-major index), skipping used rows and columns; zero cells add
-    nothing and are dropped. Several times faster per pair than building
-    numpy object matrices, which matters now that the default profile runs
-    ScoringMatrixKris as its floor on every pair.
-    """
-    from rapidfuzz.distance import DamerauLevenshtein
-
-    sim_fn = DamerauLevenshtein.normalized_similarity
-    m, n = len(a), len(b)
-    bdig = [t.isdigit() for t in b] if num_rule else None
-    cells = []
-    for j, x in enumerate(a):
-        xdig = num_rule and x.isdigit()
-        x1 = len(x) == 1
-        for k, y in enumerate(b):
-            if xdig and bdig[k]:
-                sim = 1.0 if x == y else 0.0
-            elif initial_rule and (x1 or len(y) == 1):
-                if initial_mode == "initial":
-                    sim = 1.0 if x[0] == y[0] else 0.0
-                else:
-                    sim = 1.0 if x == y else 0.0
-            elif x == y:
-                sim = 1.0
-            else:
-                sim = sim_fn(x, y)
-            if sim > 0.0:
-                cells.append((-sim, j * n + k))
-    cells.sort()
-    if comparator == "ScoringMatrixKris":
-        base = m * (m + 1) / 2.0
-        weight = lambda j: (m - j) / base  # noqa: E731
-    else:
-        weight = lambda j: 1.0 / m  # noqa: E731
-    used_a, used_b = set(), set()
-    score = 0.0
-    for neg, idx in cells:
-        j, k = divmod(idx, n)
-        if j in used_a or k in used_b:
-            continue
-        used_a.add(j)
-        used_b.add(k)
-        score += -neg * weight(j)
-    return float(min(max(score, 0.0), 1.0))
-
-
-def _rule_matrix(a, b, num_rule, initial_rule, initial_mode, numeric_fuzzy_min_len=0):
-    """Token similarity matrix (len(a) × len(b)) with the numeric and initial rules."""
-    from rapidfuzz.distance import DamerauLevenshtein
-    from rapidfuzz.process import cdist
-
-    mat = cdist(a, b, scorer=DamerauLevenshtein.normalized_similarity, dtype=np.float64)
-    if not (num_rule or initial_rule):
-        return mat
-    m, n = len(a), len(b)
-    aa = np.array(a, dtype=object)
-    bb = np.array(b, dtype=object)
-    eq = aa[:, None] == bb[None, :]
-    ruled = np.zeros((m, n), dtype=bool)
-    if num_rule:
-        da = np.array([t.isdigit() for t in a])
-        db = np.array([t.isdigit() for t in b])
-        num = da[:, None] & db[None, :]
-        if numeric_fuzzy_min_len:
-            la = np.array([len(t) for t in a])
-            lb = np.array([len(t) for t in b])
-            longer = np.minimum(la[:, None], lb[None, :]) >= numeric_fuzzy_min_len
-            exact = num & ~longer
-        else:
-            exact = num
-        mat = np.where(exact, eq.astype(np.float64), mat)
-        ruled = num
-    if initial_rule:
-        la1 = np.array([len(t) == 1 for t in a])
-        lb1 = np.array([len(t) == 1 for t in b])
-        one = (la1[:, None] | lb1[None, :]) & ~ruled
-        if initial_mode == "initial":
-            fa = np.array([t[0] for t in a], dtype=object)
-            fb = np.array([t[0] for t in b], dtype=object)
-            hit = fa[:, None] == fb[None, :]
-        else:
-            hit = eq
-        mat = np.where(one, hit.astype(np.float64), mat)
-    return mat
-
-
-def score_weighted(
-    a,
-    wa,
-    b,
-    wb,
-    comparator: str = "WeightedTokenMatch",
-    num_rule: bool = True,
-    initial_rule: bool = True,
-    initial_mode: str = "exact",
-    token_min_similarity: float = 0.7,
-    numeric_fuzzy_min_len: int = 0,
-) -> float:
-    """Frequency-weighted comparators (washline; ``a``/``b`` tokens, ``wa``/``wb``
-    their IDF weights ``ln(N/freq)``, all ≥ 0 in practice).
-
-    * ``WeightedTokenMatch`` (default profile): the token similarity matrix
-      (rules as in the scoring matrix; cells below ``token_min_similarity``
-      set to 0) is multiplied cell-wise by ``min(w_a, w_b)``; a greedy
-      one-to-one assignment takes the largest weighted cell until none is
-      positive; the score is that sum divided by ``min(Σwa, Σwb)``. So a rare
-      shared token (an SSN, a surname) counts far more than a common one (a
-      state, a first name), and the shorter reference is not penalised for
-      the fields it lacks – the two weaknesses of ScoringMatrixKris on
-      person data (position weights and flat token weights).
-    * ``Cosine``: IDF-weighted cosine of the two token sets (exact tokens).
-    * ``MongeElkan``: symmetric Monge–Elkan, mean over both directions of the
-      average best token similarity (no weights).
-
-    Returns a float in [0, 1]; an empty side scores 0.
-    """
     a = list(a) if a is not None else []
     b = list(b) if b is not None else []
     if not a or not b:
         return 0.0
-    wa = np.asarray(wa if wa is not None else np.ones(len(a)), dtype=np.float64)
-    wb = np.asarray(wb if wb is not None else np.ones(len(b)), dtype=np.float64)
-    wa = np.clip(wa, 0.0, None)
-    wb = np.clip(wb, 0.0, None)
-    if comparator == "Cosine":
-        da = dict(zip(a, wa))
-        db = dict(zip(b, wb))
-        dot = sum(w * db[t] for t, w in da.items() if t in db)
-        na = float(np.sqrt(sum(w * w for w in da.values())))
-        nb = float(np.sqrt(sum(w * w for w in db.values())))
-        return float(min(1.0, dot / (na * nb))) if na and nb else 0.0
-    if comparator == "WeightedTokenMatch":
-        return _weighted_token_match(
-            a, wa.tolist(), b, wb.tolist(), num_rule, initial_rule, initial_mode,
-            token_min_similarity, numeric_fuzzy_min_len,
-        )
-    mat = _rule_matrix(a, b, num_rule, initial_rule, initial_mode, numeric_fuzzy_min_len)
-    if comparator == "MongeElkan":
-        return float(0.5 * (mat.max(axis=1).mean() + mat.max(axis=0).mean()))
-    if comparator != "WeightedTokenMatch":
-        raise ValueError(f"unknown comparator {comparator!r}")
-    mat = np.where(mat >= token_min_similarity, mat, 0.0)
-    val = mat * np.minimum(wa[:, None], wb[None, :])
-    n = len(b)
-    total = 0.0
-    for _ in range(min(len(a), n)):
-        idx = int(np.argmax(val))
-        j, k = divmod(idx, n)
-        v = val[j, k]
-        if v <= 0.0:
-            break
-        total += v
-        val[j, :] = -1.0
-        val[:, k] = -1.0
-    den = min(float(wa.sum()), float(wb.sum()))
-    return float(min(max(total / den, 0.0), 1.0)) if den > 0 else 0.0
+    if len(a) > len(b):
+        a, b = b, a
+    return _matrix_score(a, b, comparator, num_rule, initial_rule, initial_mode)
 
 
-def _weighted_token_match(a, wa, b, wb, num_rule, initial_rule, initial_mode, tmin, nfuzz) -> float:
-    """WeightedTokenMatch in plain Python (see ``_weighted_token_sums``)."""
-    total, den = _weighted_token_sums(a, wa, b, wb, num_rule, initial_rule, initial_mode, tmin, nfuzz)
-    return float(min(max(total / den, 0.0), 1.0)) if den > 0 else 0.0
+def _similarity_cells(a, wa, b, wb, num_rule, initial_rule, initial_mode, tmin, nfuzz) -> list:
+    """The token similarity rules, in their one home: the positive cells of
+    the weighted similarity matrix as ``(-value, j·len(b) + k)``, sorted.
 
-
-def _weighted_token_sums(a, wa, b, wb, num_rule, initial_rule, initial_mode, tmin, nfuzz) -> tuple[float, float]:
-    """WeightedTokenMatch's ``(agreement, denominator)``: the weighted sum of
-    the greedy one-to-one token assignment (nats, IDF weights) and
-    ``min(Σwa, Σwb)``; the score is their ratio clipped to [0, 1].
-
-    Cells are computed one by one with rapidfuzz's scalar
-    ``DamerauLevenshtein.normalized_similarity`` (equal tokens short-cut to
-    1.0); only cells ≥ ``tmin`` with a positive weight are kept, and the
-    greedy assignment takes them in (value desc, row-major index) order – the
-    order repeated ``argmax`` would pick them – skipping used rows/columns.
-    About 5× faster than building numpy object matrices per pair, which
-    dominated the scoring stage at 100k references.
+    Cell ``(j, k)``: the similarity of ``a[j]`` and ``b[k]`` (module doc:
+    numeric rule, except numbers both at least ``nfuzz`` digits long when
+    ``nfuzz`` > 0, which compare fuzzily; initial rule; else rapidfuzz's
+    scalar ``DamerauLevenshtein.normalized_similarity``, equal tokens 1.0)
+    times ``min(wa[j], wb[k])``. Rows or columns of weight ≤ 0 and cells
+    below ``tmin`` or at 0 are left out. Sorted, the list is the order in
+    which repeated ``argmax`` over the matrix would pick (value desc,
+    row-major index), which the greedy assignments of ``_greedy`` rely on.
+    With weights of 1.0 the value is the similarity itself.
     """
     from rapidfuzz.distance import DamerauLevenshtein
 
@@ -407,20 +200,112 @@ def _weighted_token_sums(a, wa, b, wb, num_rule, initial_rule, initial_mode, tmi
                 sim = sim_fn(x, y)
             if sim >= tmin and sim > 0.0:
                 cells.append((-(sim * (wj if wj < w else w)), j * n + k))
-    den = min(sum(wa), sum(wb))
-    if not cells:
-        return 0.0, den
     cells.sort()
+    return cells
+
+
+def _greedy(cells, n: int):
+    """Greedy one-to-one assignment over ``_similarity_cells`` (``n`` = len(b)):
+    yields ``(j, value)`` for each cell taken, skipping used rows and columns."""
     used_a, used_b = set(), set()
-    total = 0.0
     for neg, idx in cells:
         j, k = divmod(idx, n)
         if j in used_a or k in used_b:
             continue
         used_a.add(j)
         used_b.add(k)
-        total -= neg
-    return total, den
+        yield j, -neg
+
+
+def _matrix_score(a, b, comparator, num_rule, initial_rule, initial_mode) -> float:
+    """The scoring matrix (``len(a) ≤ len(b)``): the greedy assignment of
+    ``_similarity_cells`` (unit weights, no similarity floor, no fuzzy numbers)
+    with ScoringMatrixKris' row weights ``(m − j) / (m(m+1)/2)`` or Std's ``1/m``."""
+    m, n = len(a), len(b)
+    cells = _similarity_cells(a, [1.0] * m, b, [1.0] * n, num_rule, initial_rule, initial_mode, 0.0, 0)
+    if comparator == "ScoringMatrixKris":
+        base = m * (m + 1) / 2.0
+        score = sum(v * ((m - j) / base) for j, v in _greedy(cells, n))
+    else:
+        score = sum(v * (1.0 / m) for j, v in _greedy(cells, n))
+    return float(min(max(score, 0.0), 1.0))
+
+
+def score_weighted(
+    a,
+    wa,
+    b,
+    wb,
+    comparator: str = "WeightedTokenMatch",
+    num_rule: bool = True,
+    initial_rule: bool = True,
+    initial_mode: str = "exact",
+    token_min_similarity: float = 0.7,
+    numeric_fuzzy_min_len: int = 0,
+) -> float:
+    """Frequency-weighted comparators (washline; ``a``/``b`` tokens, ``wa``/``wb``
+    their IDF weights ``ln(N/freq)``, all ≥ 0 in practice).
+
+    * ``WeightedTokenMatch`` (default profile): the token similarity matrix
+      (rules as in the scoring matrix; cells below ``token_min_similarity``
+      set to 0) is multiplied cell-wise by ``min(w_a, w_b)``; a greedy
+      one-to-one assignment takes the largest weighted cell until none is
+      positive; the score is that sum divided by ``min(Σwa, Σwb)``. So a rare
+      shared token (an SSN, a surname) counts far more than a common one (a
+      state, a first name), and the shorter reference is not penalised for
+      the fields it lacks – the two weaknesses of ScoringMatrixKris on
+      person data (position weights and flat token weights).
+    * ``Cosine``: IDF-weighted cosine of the two token sets (exact tokens).
+    * ``MongeElkan``: symmetric Monge–Elkan, mean over both directions of the
+      average best token similarity (no weights).
+
+    Returns a float in [0, 1]; an empty side scores 0.
+    Raises:
+        ValueError: unknown comparator.
+    """
+    if comparator not in WEIGHTED_COMPARATORS:
+        raise ValueError(f"unknown comparator {comparator!r}")
+    a = list(a) if a is not None else []
+    b = list(b) if b is not None else []
+    if not a or not b:
+        return 0.0
+    wa = [max(float(w), 0.0) for w in (wa if wa is not None else [1.0] * len(a))]
+    wb = [max(float(w), 0.0) for w in (wb if wb is not None else [1.0] * len(b))]
+    if comparator == "Cosine":
+        da = dict(zip(a, wa))
+        db = dict(zip(b, wb))
+        dot = sum(w * db[t] for t, w in da.items() if t in db)
+        na = math.sqrt(sum(w * w for w in da.values()))
+        nb = math.sqrt(sum(w * w for w in db.values()))
+        return float(min(1.0, dot / (na * nb))) if na and nb else 0.0
+    if comparator == "MongeElkan":
+        m, n = len(a), len(b)
+        cells = _similarity_cells(a, [1.0] * m, b, [1.0] * n, num_rule, initial_rule, initial_mode, 0.0,
+                                  numeric_fuzzy_min_len)
+        row, col = [0.0] * m, [0.0] * n
+        for neg, idx in cells:
+            j, k = divmod(idx, n)
+            row[j] = max(row[j], -neg)
+            col[k] = max(col[k], -neg)
+        return float(0.5 * (sum(row) / m + sum(col) / n))
+    return _weighted_token_match(a, wa, b, wb, num_rule, initial_rule, initial_mode,
+                                 token_min_similarity, numeric_fuzzy_min_len)
+
+
+def _weighted_token_match(a, wa, b, wb, num_rule, initial_rule, initial_mode, tmin, nfuzz) -> float:
+    """WeightedTokenMatch in plain Python (see ``_weighted_token_sums``)."""
+    total, den = _weighted_token_sums(a, wa, b, wb, num_rule, initial_rule, initial_mode, tmin, nfuzz)
+    return float(min(max(total / den, 0.0), 1.0)) if den > 0 else 0.0
+
+
+def _weighted_token_sums(a, wa, b, wb, num_rule, initial_rule, initial_mode, tmin, nfuzz) -> tuple[float, float]:
+    """WeightedTokenMatch's ``(agreement, denominator)``: the weighted sum of
+    the greedy one-to-one token assignment over ``_similarity_cells`` (nats,
+    IDF weights) and ``min(Σwa, Σwb)``; the score is their ratio clipped to [0, 1].
+    """
+    den = min(sum(wa), sum(wb))
+    cells = _similarity_cells(a, wa, b, wb, num_rule, initial_rule, initial_mode, tmin, nfuzz)
+    return sum(v for _, v in _greedy(cells, len(b))), den
 
 
 def identifying(agreement: float, reference_count: int) -> bool:

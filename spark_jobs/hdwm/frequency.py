@@ -69,7 +69,8 @@ def correction_map(freq: DataFrame, profile: LinkageProfile) -> DataFrame:
 
     A token with ``freq ≤ maxFreqErrToken`` is replaced by a standard token
     with ``freq ≥ minFreqStdToken`` and ``length ≥ minLenStdToken`` exactly one
-    Damerau–Levenshtein edit away (rapidfuzz ``DamerauLevenshtein.distance``).
+    Damerau–Levenshtein edit away (``one_edit_apart``: Spark's ``levenshtein`` plus an
+    adjacent-swap test, no Python UDF).
     washline choices: all-digit tokens are never corrected (a zip or phone
     one digit off is a different value), the error token must also be at least
     ``minLenStdToken`` long, and among several candidates the most frequent
