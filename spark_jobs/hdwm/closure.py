@@ -30,6 +30,8 @@ import logging
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from .spark import freeze
+
 log = logging.getLogger(__name__)
 
 
@@ -61,16 +63,6 @@ def _small_star(e: DataFrame) -> DataFrame:
     nbrs = j.select(F.col("v").alias("a"), F.col("m").alias("b"))
     selfs = mins.select(F.col("u").alias("a"), F.col("m").alias("b"))
     return _orient(nbrs.unionByName(selfs), "a", "b")
-
-
-def _materialise(df: DataFrame, reliable: bool) -> DataFrame:
-    """Compute ``df`` now and cut its lineage: a reliable ``checkpoint`` when
-    asked and the SparkContext has a checkpoint dir, else ``localCheckpoint``."""
-    if reliable and df.sparkSession.sparkContext.getCheckpointDir():
-        # local first, so the reliable write reads the stored blocks instead
-        # of recomputing the round's joins
-        return df.localCheckpoint(eager=True).checkpoint(eager=True)
-    return df.localCheckpoint(eager=True)
 
 
 def _not_star_count(e: DataFrame) -> int:
@@ -115,13 +107,13 @@ def connected_components(
         .unionByName(edges.select(F.col(dst).alias("record_id")))
         .distinct()
     )
-    e = _materialise(_orient(edges, src, dst), reliable=False)
+    e = freeze(_orient(edges, src, dst), reliable=False)
     rounds = 0
     while _not_star_count(e) > 0:
         rounds += 1
         if rounds > max_rounds:
             raise ClosureDidNotConverge(f"connected components did not converge in {max_rounds} rounds")
-        e = _materialise(_small_star(_large_star(e)), reliable=(rounds % checkpoint_interval == 0))
+        e = freeze(_small_star(_large_star(e)), reliable=(rounds % checkpoint_interval == 0))
         log.debug("connected components round %d", rounds)
     labels = e.groupBy("u").agg(F.min("v").alias("component")).withColumnRenamed("u", "record_id")
     out = nodes.join(labels, "record_id", "left").select(

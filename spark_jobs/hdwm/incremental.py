@@ -58,6 +58,7 @@ from .blocking import blocking_tokens
 from .config import LinkageProfile, load_profile
 from .frequency import token_frequencies
 from .progress import reporter
+from .spark import freeze as _freeze
 from .registry import (
     SOURCE_PATTERN,
     RegistryVersion,
@@ -79,10 +80,6 @@ def _say(msg: str, counts: dict | None = None, stage_seconds: float | None = Non
     """One progress line (``hdwm.progress``): ``[incremental] ...``, or inside
     the link job ``[link] ...`` with its seconds since start."""
     reporter("incremental").say(msg, counts, stage_seconds=stage_seconds)
-
-
-def _freeze(df: DataFrame) -> DataFrame:
-    return df.localCheckpoint(eager=True)
 
 
 # ---------------------------------------------------------------- engine glue

@@ -65,6 +65,7 @@ from .config import LinkageProfile, load_profile
 from .frequency import apply_corrections, correction_map, token_frequencies
 from .metrics import pairwise_metrics
 from .quality import cluster_quality
+from .spark import freeze as _freeze
 from .tokenizer import tokenize
 
 log = logging.getLogger("hdwm")
@@ -85,23 +86,6 @@ def _say(msg: str) -> None:
     """Progress line ``[hdwm] msg`` on stderr (stdout stays for results) and in the log."""
     print(f"[hdwm] {msg}", file=sys.stderr, flush=True)
     log.info(msg)
-
-
-def _freeze(df: DataFrame, reliable: bool = False) -> DataFrame:
-    """Materialise ``df`` once and cut its lineage.
-
-    A local checkpoint (executor storage, MEMORY_AND_DISK) computes the plan
-    exactly once. A reliable ``checkpoint`` (only with ``reliable`` and a
-    checkpoint dir) runs the plan, then a second job that recomputes it to
-    write the files – washline measured that double work as a third of the
-    FEBRL3 link time. No call site asks for it today: every checkpoint of
-    the engine is local, so losing the executor that holds one fails the
-    job, and the Airflow retry of the link task reruns it from the start
-    (the proven recovery, ``docs/reliability.md``; issue 15).
-    """
-    if reliable and df.sparkSession.sparkContext.getCheckpointDir():
-        return df.localCheckpoint(eager=True).checkpoint(eager=True)
-    return df.localCheckpoint(eager=True)
 
 
 PAIRS_SCHEMA = T.StructType(
