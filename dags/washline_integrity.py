@@ -26,9 +26,10 @@ from datetime import datetime, timedelta, timezone
 from airflow.sdk import Param, dag, task
 
 from washline.integrity.operator import DatabaseIntegrityCheckOperator
+from washline.paths import CONN_ID_RE
 
 DAG_ID = "washline_integrity"
-CONN_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,249}$"
+CONN_PATTERN = CONN_ID_RE
 
 
 @dag(

@@ -37,6 +37,7 @@ from washline.assets import PUBLISHED
 from washline.integrity.operator import DatabaseIntegrityCheckOperator
 from washline.links import DataDocsLink, ReportLink, with_links
 from washline.operators import SparkJobOperator
+from washline.paths import CONN_ID_RE, INPUT_FOLDER_RE, PROFILE_RE, SCHEMA_RE
 
 DAG_ID = "washline_nightly"
 
@@ -54,28 +55,28 @@ DAG_ID = "washline_nightly"
         "input_folder": Param(
             "landing",
             type="string",
-            pattern=r"^[A-Za-z0-9_./-]{1,255}$",
+            pattern=INPUT_FOLDER_RE,
             title="Input folder",
             description="Landing root holding <source>/<ds>/*.csv; relative to the data root, or absolute inside it.",
         ),
         "staging_conn_id": Param(
             "washline_staging",
             type="string",
-            pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,249}$",
+            pattern=CONN_ID_RE,
             title="Target connection",
             description="Airflow connection of the staging database (sqlite, postgres, mssql or oracle).",
         ),
         "staging_schema": Param(
             "",
             type="string",
-            pattern=r"^([A-Za-z_][A-Za-z0-9_]{0,62})?$",
+            pattern=SCHEMA_RE,
             title="Staging schema",
             description="Schema of the staging and published tables; empty = the connection's default (SQLite: main).",
         ),
         "profile": Param(
             "default",
             type="string",
-            pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$",
+            pattern=PROFILE_RE,
             title="Linkage profile",
             description="HDWM parameter profile: include/config/<profile>.yaml.",
         ),

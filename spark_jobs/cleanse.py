@@ -17,6 +17,7 @@ Exit codes:
     4  count invariant violated (rows_in != rows_curated + rows_quarantined);
        nothing is trusted, the metrics file is not written
 
+Exit codes and the error file are ``jobcontract``'s (shared with the operator).
 On a documented failure (exit 2, 3 or 4) the one-line message is also written
 to ``<metrics stem>.error.json`` beside ``--metrics`` (``{"exit_code", "error"}``),
 so Airflow's ``SparkJobOperator`` can quote it in the run summary; a run that
@@ -82,14 +83,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import logging
 import os
 import re
 import sys
-import tempfile
 import time
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -99,11 +98,13 @@ except ImportError:  # pragma: no cover - depends on how the job is launched
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import hdwm
 
+import jobcontract
 from hdwm import cleansing as C
 from hdwm.cleansing import SourceConfigError, SourceSpec
 from hdwm.progress import Progress
+from jobcontract import EXIT_CONFIG, EXIT_ERROR, EXIT_INVARIANT, EXIT_NO_INPUT, EXIT_OK, error_path  # noqa: F401
+from jobcontract import write_json_atomic as atomic_write_json
 
-EXIT_OK, EXIT_ERROR, EXIT_CONFIG, EXIT_NO_INPUT, EXIT_INVARIANT = 0, 1, 2, 3, 4
 RAW_MAX_CHARS = 2_000
 CORRUPT = "_corrupt_record"
 SOURCES_FILE = "sources.yaml"
@@ -170,13 +171,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def validate_ds(ds: str) -> str:
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", ds or ""):
-        raise ConfigError(f"--ds must be YYYY-MM-DD, got {ds!r}")
+    """``jobcontract.validate_ds`` of ``--ds``; raises ConfigError (exit 2)."""
     try:
-        date.fromisoformat(ds)
+        return jobcontract.validate_ds(ds, "--ds")
     except ValueError as exc:
-        raise ConfigError(f"--ds {ds!r} is not a calendar date") from exc
-    return ds
+        raise ConfigError(str(exc)) from exc
 
 
 def find_sources_config(explicit: str | None = None) -> Path:
@@ -327,30 +326,6 @@ def check_headers(inputs: dict[str, list[Path]], sources: dict[str, SourceSpec],
             messages.append(drift_message(drifted, sources[name]))
     if messages:
         raise SchemaDriftError(" || ".join(messages))
-
-
-def error_path(metrics: str | Path) -> Path:
-    """Where a failed run leaves its one-line error: ``<metrics stem>.error.json``."""
-    path = Path(metrics).expanduser().resolve()
-    return path.with_name(path.name[: -len(path.suffix)] + ".error.json" if path.suffix else path.name + ".error.json")
-
-
-def atomic_write_json(path: Path, payload: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=2, sort_keys=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def _local_uri(path: str) -> str:

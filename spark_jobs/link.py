@@ -59,7 +59,6 @@ same way on a retry); 1 on any other error (raised after logging).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -75,6 +74,8 @@ except ImportError:  # run as a plain script from the repo
     import hdwm  # noqa: F401
 
     _HDWM_FROM_SCRIPT_DIR = True
+
+from jobcontract import EXIT_CONFIG, EXIT_OK, pyfiles_zip, validate_ds, write_json_atomic
 
 META_COLUMNS = ("record_id", "source", "truth_entity", "ds", "source_file", "line_number")
 
@@ -98,30 +99,13 @@ def reference_text(df):
     return F.concat_ws(" ", *parts)
 
 
-def write_json_atomic(path: str, payload: dict) -> None:
-    """Write JSON to ``path`` via a temp file in the same folder + os.replace."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(payload, fh, indent=2, sort_keys=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def ship_hdwm(spark) -> None:
     """When ``hdwm`` was only found beside this script (no install, no
-    ``--py-files``), zip it and ``addPyFile`` it so Python workers (pandas
-    UDFs) can import it too."""
+    ``--py-files``), zip it (``jobcontract.pyfiles_zip``) and ``addPyFile`` it
+    so Python workers (pandas UDFs) can import it too."""
     import tempfile
-    import zipfile
 
-    pkg = Path(hdwm.__file__).resolve().parent
-    zpath = Path(tempfile.mkdtemp(prefix="hdwm-pyfiles-")) / "hdwm.zip"
-    with zipfile.ZipFile(zpath, "w") as zf:
-        for f in pkg.rglob("*.py"):
-            zf.write(f, f.relative_to(pkg.parent))
-    spark.sparkContext.addPyFile(str(zpath))
+    spark.sparkContext.addPyFile(str(pyfiles_zip(tempfile.mkdtemp(prefix="hdwm-pyfiles-"))))
 
 
 class LinkInputError(ValueError):
@@ -390,22 +374,24 @@ def main(argv: list[str] | None = None) -> int:
     from hdwm.closure import ClosureDidNotConverge
     from hdwm.config import ProfileError
     from hdwm.incremental import DecisionsError
-    from hdwm.registry import DS_PATTERN, RegistryError, RegistryOrderError
+    from hdwm.registry import RegistryError, RegistryOrderError
 
-    if not DS_PATTERN.match(a.ds):
-        print(f"[link] error: --ds must be YYYY-MM-DD, got {a.ds!r}", file=sys.stderr)
-        return 2
+    try:
+        validate_ds(a.ds, "--ds")
+    except ValueError as exc:
+        print(f"[link] error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     try:
         run(a.curated, a.out, a.ds, a.profile, a.checkpoint_dir, registry=a.registry, source_col=a.source_col,
             decisions=a.decisions, landing=a.landing)
     except (ProfileError, LinkInputError, RegistryOrderError, RegistryError, DecisionsError) as exc:
         print(f"[link] error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     except ClosureDidNotConverge as exc:  # deterministic: a retry of the same input would fail the same way
         print(f"[link] error: {exc} (the profile's ccMaxRounds); the night is not published: raise ccMaxRounds "
               f"in the profile or look for an oversized component", file=sys.stderr)
-        return 2
-    return 0
+        return EXIT_CONFIG
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -9,20 +9,18 @@ XCom, so downstream tasks reconcile against what Spark actually wrote.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import shutil
 import sys
-import tempfile
 import time
-import zipfile
 from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from jobcontract import PERMANENT_EXIT_CODES, error_path, pyfiles_zip
 from washline.paths import PROFILE_PATTERN, REPO_ROOT, ParamError, RunPaths, run_ds, validate_name
 
 SPARK_JOBS = REPO_ROOT / "spark_jobs"
@@ -37,47 +35,12 @@ BASE_CONF: dict[str, str] = {
     "spark.driver.memory": os.environ.get("WASHLINE_SPARK_DRIVER_MEMORY", "2g"),
 }
 
-#: spark-submit exit codes that a retry cannot fix, per job, with what they mean
-#: (see spark_jobs/cleanse.py and spark_jobs/link.py; 52 is Spark's exit code for
-#: an OutOfMemoryError in the driver/executor JVM).
-PERMANENT_EXIT_CODES: dict[str, dict[int, str]] = {
-    "cleanse": {2: "bad arguments, source configuration or schema drift", 3: "no input for the date",
-                4: "row-count invariant failed (rows in != curated + quarantined)",
-                52: "Spark ran out of memory; raise spark.driver.memory / executor memory"},
-    "link": {2: "bad arguments or linkage profile; bad input (no record_id/source column, a bad source name, "
-                "duplicate (source, record_id)); a bad decisions file or an incomplete base version; or the "
-                "entity registry refused the date (relinking it would fork the registry, or the previous date "
-                "is not published yet; the job's error names that date); or the transitive closure did not "
-                "converge within the profile's ccMaxRounds",
-             52: "Spark ran out of memory; raise spark.driver.memory / executor memory"},
-}
 EXIT_CODE = re.compile(r"Error code is: (\d+)")
 
 
 def build_pyfiles_zip(dest_dir: Path) -> Path:
-    """Zip the ``hdwm`` package for ``--py-files``; the name carries a content
-    hash, so an unchanged package is not rebuilt and concurrent runs never
-    write the same file half-way.
-
-    Returns:
-        Path of ``hdwm-<sha12>.zip`` inside ``dest_dir``.
-    """
-    package = SPARK_JOBS / "hdwm"
-    files = sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts)
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(str(path.relative_to(SPARK_JOBS)).encode())
-        digest.update(path.read_bytes())
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    target = dest_dir / f"hdwm-{digest.hexdigest()[:12]}.zip"
-    if not target.exists():
-        fd, tmp = tempfile.mkstemp(dir=dest_dir, suffix=".zip.tmp")
-        os.close(fd)
-        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-            for path in files:
-                zf.write(path, str(path.relative_to(SPARK_JOBS)))
-        os.replace(tmp, target)
-    return target
+    """The ``--py-files`` zip of the engine in ``dest_dir`` (``jobcontract.pyfiles_zip``)."""
+    return pyfiles_zip(dest_dir, SPARK_JOBS)
 
 
 def job_arguments(job: str, paths: RunPaths, profile: str, *, registry: bool = False,
@@ -174,9 +137,8 @@ def job_metrics_path(job: str, paths: RunPaths) -> Path:
 
 def job_error_path(job: str, paths: RunPaths) -> Path:
     """Where a job leaves the one-line message of a documented failure
-    (``<metrics stem>.error.json``, see spark_jobs/cleanse.py)."""
-    metrics = job_metrics_path(job, paths)
-    return metrics.with_name(metrics.name[: -len(metrics.suffix)] + ".error.json")
+    (``jobcontract.error_path``: ``<metrics stem>.error.json``)."""
+    return error_path(job_metrics_path(job, paths))
 
 
 def job_error(job: str, context: Any) -> str | None:

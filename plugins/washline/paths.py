@@ -26,14 +26,24 @@ import logging
 import os
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
+import jobcontract
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DS_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-PROFILE_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
-CONN_ID_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,249}$")
+DS_PATTERN = jobcontract.DS_PATTERN
+#: The names a run accepts, as regular-expression strings: the DAGs' Params
+#: (``pattern=``) and the tasks' checks (``validate_name``, the compiled forms
+#: below) read these, so the UI form and the task refuse the same values.
+PROFILE_RE = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"  # include/config/<profile>.yaml
+CONN_ID_RE = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,249}$"  # an Airflow connection id
+IDENTIFIER_RE = r"^[A-Za-z_][A-Za-z0-9_]{0,62}$"  # a SQL schema, table or view name (unquoted)
+SCHEMA_RE = f"^({IDENTIFIER_RE[1:-1]})?$"  # a schema, or empty for the connection's default
+INPUT_FOLDER_RE = r"^[A-Za-z0-9_./-]{1,255}$"  # then resolved under the data root (resolve_under_root)
+PROFILE_PATTERN = re.compile(PROFILE_RE)
+CONN_ID_PATTERN = re.compile(CONN_ID_RE)
 
 
 log = logging.getLogger(__name__)
@@ -55,13 +65,10 @@ def validate_ds(ds: str) -> str:
         ParamError: on any other string (it becomes part of paths and SQL
             parameters, so nothing else is accepted).
     """
-    if not isinstance(ds, str) or not DS_PATTERN.match(ds):
-        raise ParamError(f"logical date (ds) must be YYYY-MM-DD, got {ds!r}")
     try:
-        date.fromisoformat(ds)
+        return jobcontract.validate_ds(ds)
     except ValueError as exc:
-        raise ParamError(f"logical date (ds) {ds!r} is not a calendar date") from exc
-    return ds
+        raise ParamError(str(exc)) from exc.__cause__  # the calendar error, when there is one
 
 
 def resolve_under_root(path: str | os.PathLike, root: Path | None = None) -> Path:

@@ -7,11 +7,11 @@ Written as ``lake/reports/<ds>/run_summary.json`` (atomically) and logged.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import jobcontract
 
 
 def read_cleanse_metrics(path: Path, ds: str, not_before: datetime | None = None) -> dict[str, Any] | None:
@@ -228,13 +228,9 @@ def registry_summary(registry: dict[str, Any] | None, published_rows: dict[str, 
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> Path:
-    """Write ``payload`` as JSON to ``path`` via a temp file and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(payload, fh, indent=2, default=str)
-    os.replace(tmp, path)
-    return path
+    """Write ``payload`` as JSON to ``path`` atomically (``jobcontract.write_json_atomic``;
+    values JSON cannot hold are written as ``str``)."""
+    return jobcontract.write_json_atomic(path, payload, default=str)
 
 
 def _show(value: Any) -> str:

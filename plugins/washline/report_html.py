@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
+import jobcontract
 from washline.paths import DS_PATTERN, RunPaths
 
 log = logging.getLogger(__name__)
@@ -232,20 +231,9 @@ def render_report(summary: Mapping[str, Any], night: NightFiles, history: list[d
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` via a temp file and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is read by the api-server's user too
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Write ``text`` (UTF-8) to ``path`` atomically, readable by the api-server's
+    user too (``jobcontract.write_text_atomic``)."""
+    return jobcontract.write_text_atomic(path, text)
 
 
 def write_report(paths: RunPaths, summary: Mapping[str, Any]) -> Path:

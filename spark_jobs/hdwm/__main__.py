@@ -94,10 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         metrics = {"input": os.path.abspath(a.input), "profile": profile.name, **metrics, "stages": stages,
                    "shuffle_partitions": int(spark.conf.get("spark.sql.shuffle.partitions"))}
         if a.out:
-            tmp = os.path.join(a.out, ".metrics.json.tmp")
-            with open(tmp, "w") as fh:
-                json.dump(metrics, fh, indent=2)
-            os.replace(tmp, os.path.join(a.out, "metrics.json"))
+            from jobcontract import write_json_atomic
+
+            write_json_atomic(os.path.join(a.out, "metrics.json"), metrics)
         if "truth_labelled" in info:
             metrics["truth_labelled"] = info["truth_labelled"]
         metrics["wall_seconds"] = round(time.time() - t0, 2)

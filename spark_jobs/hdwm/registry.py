@@ -74,12 +74,15 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+import jobcontract
+from jobcontract import write_json_atomic
+
 from .progress import reporter
 
 log = logging.getLogger("hdwm.registry")
 
 SOURCE_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
-DS_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+DS_PATTERN = jobcontract.DS_PATTERN
 COMPLETE = "_COMPLETE.json"
 PUBLISHED = "_PUBLISHED.json"
 REJECTED = "_REJECTED.json"
@@ -320,12 +323,7 @@ def clear_markers(registry, ds: str) -> None:
 
 
 def _write_json(path: Path, payload: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(payload, fh, indent=2)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_json_atomic(path, payload)
 
 
 def write_version(registry, ds: str, members: DataFrame, entities: DataFrame, changes: DataFrame,

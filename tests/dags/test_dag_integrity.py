@@ -87,3 +87,29 @@ def test_plugins_manager_does_not_import_the_washline_package():
     plugins = DAGS_DIR.parent / "plugins"
     found = [p for p in find_path_from_directory(str(plugins), ".airflowignore", "glob") if p.endswith(".py")]
     assert not [p for p in found if "/washline/" in p], found
+
+
+#: What parsing the DAGs must never load: the Spark side, the quality engine and the data libraries
+#: (each costs the dag-processor seconds and memory on every parse; the tasks import them when they run).
+NEVER_AT_PARSE = {"pyspark", "hdwm", "great_expectations", "pandas", "pyarrow", "numpy", "recordlinkage",
+                  "rapidfuzz", "sklearn", "psycopg", "psycopg2", "oracledb", "pymssql"}
+
+
+def test_parsing_every_dag_loads_no_spark_engine_or_data_library():
+    """In a fresh interpreter (this one has imported them for other tests): DagBag of dags/, then sys.modules."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from airflow.dag_processing.dagbag import DagBag\n"
+        f"bag = DagBag(dag_folder={str(DAGS_DIR)!r})\n"
+        "print(json.dumps({'dags': sorted(bag.dags), 'errors': {k: str(v) for k, v in bag.import_errors.items()},\n"
+        "                  'modules': sorted({m.split('.')[0] for m in sys.modules})}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=True)
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not seen["errors"] and len(seen["dags"]) == len(DAG_FILES)
+    assert "airflow" in seen["modules"] and "washline" in seen["modules"]
+    assert not NEVER_AT_PARSE & set(seen["modules"]), sorted(NEVER_AT_PARSE & set(seen["modules"]))

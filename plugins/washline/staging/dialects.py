@@ -17,6 +17,7 @@ import re
 import time
 from typing import Any, Mapping, Sequence
 
+from washline.paths import IDENTIFIER_RE
 from washline.staging.spec import ENTITY_TABLES, SCHEMA_TOKEN, SQL_DIR, ddl_path, split_statements, sqlalchemy_dialect
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ DIALECTS: dict[str, str] = {
 #: Allow-list for every identifier: letters, digits and ``_``, not starting
 #: with a digit, at most 63 characters (PostgreSQL's limit; Oracle 12.2+ and
 #: SQL Server allow 128).
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+IDENTIFIER = re.compile(IDENTIFIER_RE)
 
 STAGING_TABLES = ("staging_records", "staging_links", "staging_clusters")
 PUBLISHED_TABLES = {
