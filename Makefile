@@ -46,10 +46,12 @@ help:
 	@echo "make down   # stop it"
 	@echo "make clean  # remove .venv, .airflow and data/"
 
-$(STAMP): requirements.txt pyproject.toml
+# The venv gets the development lock (the runtime lock plus test and demo
+# packages at the same versions); the Docker image installs requirements.txt only.
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode -r requirements.txt
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode -r requirements-dev.txt
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
 	@touch $@
 

