@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import time
 from typing import Any, Mapping, Sequence
 
 from washline.paths import IDENTIFIER_RE
@@ -244,38 +243,46 @@ def connect(hook: Any, dialect: str, conn_id: str, attempts: int | None = None, 
 
     Attempts default to ``$WASHLINE_STAGING_CONNECT_ATTEMPTS`` (3) with
     ``$WASHLINE_STAGING_CONNECT_DELAY`` seconds (2.0) before the second try,
-    doubling after each failure. Opening a connection has no side effects,
-    so any error is retried.
+    doubling after each failure (tenacity). Opening a connection has no side
+    effects, so any error is retried.
 
     Raises:
         StagingUnreachable: every attempt failed; the message names the
             connection id, dialect, host and port, and the last driver error
             (with the connection's password, if it appears, replaced by ``***``).
     """
+    from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
     attempts = max(1, int(attempts or os.environ.get("WASHLINE_STAGING_CONNECT_ATTEMPTS", 3)))
     wait = float(delay if delay is not None else os.environ.get("WASHLINE_STAGING_CONNECT_DELAY", 2.0))
     conn_info = _conn_info(hook)
     pw = getattr(conn_info, "password", None)
     where = f"{getattr(conn_info, 'host', None) or '?'}:{getattr(conn_info, 'port', None) or '-'}"
-    last: BaseException | None = None
-    for attempt in range(1, attempts + 1):
-        try:
-            conn = hook.get_conn()
-            if dialect == "sqlite":
-                conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout() * 1000)}")
-            return conn
-        except Exception as exc:  # noqa: BLE001 - reported below, with type and message
-            last = exc
-            message = _scrub(f"{type(exc).__name__}: {exc}".strip(), [pw])
-            if attempt < attempts:
-                log.warning("staging connection %s (%s at %s) attempt %d/%d failed: %s; retrying in %.1fs",
-                            conn_id, dialect, where, attempt, attempts, message, wait)
-                time.sleep(wait)
-                wait *= 2
-    message = _scrub(f"{type(last).__name__}: {last}".strip(), [pw])
-    raise StagingUnreachable(
-        f"staging database {conn_id!r} ({dialect} at {where}) unreachable after {attempts} attempt(s): {message}"
-    ) from None
+
+    def described(exc: BaseException) -> str:
+        return _scrub(f"{type(exc).__name__}: {exc}".strip(), [pw])
+
+    def open_once() -> Any:
+        conn = hook.get_conn()
+        if dialect == "sqlite":
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout() * 1000)}")
+        return conn
+
+    def warn(state: Any) -> None:
+        log.warning("staging connection %s (%s at %s) attempt %d/%d failed: %s; retrying in %.1fs",
+                    conn_id, dialect, where, state.attempt_number, attempts, described(state.outcome.exception()),
+                    state.next_action.sleep)
+
+    # waits delay, 2·delay, 4·delay, ... between attempts
+    retrying = Retrying(stop=stop_after_attempt(attempts), wait=wait_exponential(multiplier=wait),
+                        retry=retry_if_exception_type(Exception), before_sleep=warn, reraise=True)
+    try:
+        return retrying(open_once)
+    except Exception as last:  # noqa: BLE001 - reported below, with type and message
+        raise StagingUnreachable(
+            f"staging database {conn_id!r} ({dialect} at {where}) unreachable after {attempts} attempt(s): "
+            f"{described(last)}"
+        ) from None
 
 
 def table_columns(cursor: Any, table: str, dialect: str, schema: str | None = None) -> list[str]:
