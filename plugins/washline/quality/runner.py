@@ -51,6 +51,7 @@ import re
 import secrets
 import time
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -781,8 +782,8 @@ def validate_staging(
                                "schema": schema, "slice_source": None, "views": []}
     try:
         with capture_sql() as statements:
-            _run(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, summary, schema, use_views,
-                 registry)
+            _run(ValidationRequest(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, schema,
+                                   use_views, registry), summary)
         summary["sql_statements"] = len(statements)
         summary["sql_seconds"] = round(sum(st["seconds"] for st in statements), 3)
         summary["sql"] = statements  # removed below unless asked for (benchmarks)
@@ -816,14 +817,33 @@ def _suite_specs(names, suites_dir, dialect, params, rows) -> list[tuple[dict[st
     return out
 
 
-def _run(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, summary, schema, use_views,
-         registry=None) -> None:
+@dataclass(frozen=True)
+class ValidationRequest:
+    """What ``validate_staging`` was asked to validate (its arguments, see there)."""
+
+    conn_id: str
+    ds: str
+    expected_rows: Mapping[str, int | None]
+    docs_dir: Path
+    suites: list[str] | tuple[str, ...] | None = None
+    suites_dir: Path | None = None
+    config_path: Path | None = None
+    schema: str | None = None
+    use_views: bool = True
+    registry: Mapping[str, Any] | None = None
+
+
+def _run(req: ValidationRequest, summary: dict[str, Any]) -> None:
+    """Run the GX checkpoint for ``req``; fills ``summary`` as it goes, so what
+    was learnt before an error (slice source, views, samples) stays in it."""
     import great_expectations as gx
+    conn_id, ds, expected_rows, docs_dir = req.conn_id, req.ds, req.expected_rows, req.docs_dir
+    suites, suites_dir, schema, registry = req.suites, req.suites_dir, req.schema, req.registry
     from airflow.sdk import BaseHook
 
     from washline.staging.dialects import dialect_for, validate_schema
 
-    config = load_config(config_path)
+    config = load_config(req.config_path)
     names = list(suites or config["suites"])
     if registry is not None and not suites:
         names += [n for n in config["registry_suites"] if n not in names]
@@ -841,7 +861,7 @@ def _run(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, 
 
     with ExitStack() as stack:
         views: dict[str, str] | None = None
-        if use_views:
+        if req.use_views:
             try:
                 views = stack.enter_context(
                     slice_views(conn_id, ds, dialect, list(dict.fromkeys(order)), schema))
