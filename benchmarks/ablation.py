@@ -39,7 +39,8 @@ sys.path.insert(0, str(REPO / "spark_jobs"))
 
 #: rules replayed after blocking (profile switches)
 REPLAYED = ("clusterConsistency", "dateOfBirthConflictRule", "generationConflictRule", "commonGivenNameRule",
-            "identifierConflictRule", "identifierMatchRule", "givenNameConflictRule", "identifyingAgreementRule")
+            "identifierConflictRule", "identifierMatchRule", "givenNameConflictRule", "identifyingAgreementRule",
+            "surnameConflictRule")
 
 
 def dump(path: str, fmt: str, truth: str | None, profile):

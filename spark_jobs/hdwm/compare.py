@@ -331,7 +331,8 @@ def identifying(agreement: float, reference_count: int) -> bool:
 
 def uses_evidence(profile: LinkageProfile) -> bool:
     """True when an evidence rule (``hdwm.evidence``) is on."""
-    return bool(profile.givenNameConflictRule or profile.identifierConflictRule or profile.identifierMatchRule)
+    return bool(profile.givenNameConflictRule or profile.identifierConflictRule or profile.identifierMatchRule
+                or profile.surnameConflictRule)
 
 
 def score_with_profile(a, wa, b, wb, profile: LinkageProfile, ev_a=None, ev_b=None) -> float:

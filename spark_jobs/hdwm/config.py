@@ -179,6 +179,10 @@ class LinkageProfile(BaseModel):
     #: washline negative evidence (``hdwm.evidence``): a pair whose given
     #: names conflict, with no long number (identifier/date) agreeing, scores 0.
     givenNameConflictRule: bool = False
+    #: washline negative evidence: the name tokens after the given name of
+    #: two references all disagree (``hdwm.evidence.surname_conflict``), with
+    #: no long number (within identifierMaxEdits edits) agreeing, scores 0.
+    surnameConflictRule: bool = False
     #: washline negative evidence: a pair whose identifier tokens (all-digit,
     #: ≥ identifierMinLen digits, not a YYYYMMDD date) all disagree, and whose
     #: given names do not agree, scores 0.

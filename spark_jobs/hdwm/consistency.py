@@ -133,9 +133,11 @@ def _member_conflict(members: pd.DataFrame, profile: LinkageProfile):
     lead = members["lead"].tolist()
     nums = members["nums"].tolist()
     shared = members["shared"].tolist() if "shared" in members.columns else [None] * len(lead)
+    # the given name is a standard token (commonGivenNameRule): the same verdict as the pair's scoring
+    std = [bool(x) for x in members["gstd"]] if "gstd" in members.columns else [False] * len(lead)
 
     def conflict(i: int, j: int) -> bool:
-        return conflicting(lead[i], nums[i], lead[j], nums[j], profile, shared[i], shared[j])
+        return conflicting(lead[i], nums[i], lead[j], nums[j], profile, shared[i], shared[j], std[i], std[j])
 
     return conflict
 
@@ -154,7 +156,7 @@ def consistent_clusters(
         comps: (``record_id``, ``cluster_id``) connected components of ``links``.
         links: (``id1``, ``id2``, ``score``) the iteration's links (score ≥ mu).
         features: (``record_id``, ``lead`` array<string>, ``nums`` array<string>
-            [, ``shared`` array<string>]) – ``hdwm.compare.comparison_tokens``
+            [, ``shared`` array<string>, ``gstd`` boolean]) – ``hdwm.compare.comparison_tokens``
             output; ``shared`` are the household identifiers
             (``hdwm.evidence.shared_identifiers``).
         profile: ``consistencyMaxComponent`` and the evidence rule settings.
@@ -189,7 +191,7 @@ def consistent_clusters(
         return keep, {
             "components_checked": 0, "components_split": 0, "oversize_components": oversize}
 
-    fcols = [c for c in ("lead", "nums", "shared") if c in features.columns]
+    fcols = [c for c in ("lead", "nums", "shared", "gstd") if c in features.columns]
     mem = big.select("record_id", "cluster_id").join(features.select("record_id", *fcols), "record_id")
     e = links.select("id1", "id2", "score", F.lit(LINK).alias("kind"))
     for df, kind in ((must_link, MUST_LINK), (cannot_link, CANNOT_LINK)):

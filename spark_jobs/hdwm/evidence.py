@@ -36,6 +36,10 @@ Rules (each on/off in the profile):
     (swapped given name and surname);
   - one is an initial: no name token of the other reference starts with it;
   - both are initials: they differ and neither occurs among the other's name tokens.
+* ``surnameConflictRule`` – veto when the name tokens after the given name
+  disagree (``surname_conflict``: none of one within Jaro–Winkler 0.8 of a
+  name token of the other) and no long number agrees within
+  ``identifierMaxEdits`` edits: two people of one given name in one city.
 * ``identifierConflictRule`` – veto when both references carry identifier
   tokens, no long number (identifier or date) of one is within
   ``identifierMaxEdits`` edits of one of the other's, and the given names do
@@ -173,12 +177,16 @@ def _numbers_agree(a, b, max_edits: int) -> bool:
 
 
 def _comparable(a, b) -> bool:
-    """Two identifier lists hold numbers of one shape (lengths within one
-    digit: an SSN with or without its leading zero; or one number the suffix
-    of the other: a phone with or without its area code), so their
-    disagreement means something. An SSN in one reference and a phone in the
-    other say nothing about each other."""
-    return any(abs(len(x) - len(y)) <= 1 or x.endswith(y) or y.endswith(x) for x in a for y in b)
+    """Two identifier lists hold numbers of one shape (the same number of
+    digits, or one number the suffix of the other: a phone with or without
+    its area code), so their disagreement means something. An SSN in one
+    reference and a phone in the other say nothing about each other.
+
+    Lengths one digit apart are not one shape: on messy person data nearly
+    every such veto of a true pair was a 9-digit SSN against a 10-digit phone
+    (error analysis, benchmarks/README.md "Session 4"); an SSN that lost its
+    leading zero (8 digits) still *agrees* with itself (one edit)."""
+    return any(len(x) == len(y) or x.endswith(y) or y.endswith(x) for x in a for y in b)
 
 
 def given_name_conflict(lead_a, lead_b, min_similarity: float = 0.7) -> bool:
@@ -232,6 +240,63 @@ def generation_conflict(lead_a, lead_b) -> bool:
     ga = {GENERATION_CLASSES[t] for t in (lead_a if lead_a is not None else ()) if t in GENERATION_CLASSES}
     gb = {GENERATION_CLASSES[t] for t in (lead_b if lead_b is not None else ()) if t in GENERATION_CLASSES}
     return bool(ga and gb and not (ga & gb))
+
+
+#: two surname tokens at or above this Jaro–Winkler similarity agree (typos,
+#: dropped or doubled letters: BRANDHL/BRANDAHL 0.97, RTOS/RIOS 0.85, THOLOR/HOLER
+#: 0.82; other surnames: ROBERTSON/PETERSON 0.75, KELSEN/NELSON 0.78)
+SURNAME_MIN_SIMILARITY = 0.8
+
+
+def _name_tokens_agree(x: str, y: str) -> bool:
+    from rapidfuzz.distance import JaroWinkler
+
+    if x == y:
+        return True
+    short, long_ = (x, y) if len(x) <= len(y) else (y, x)
+    # a dropped first letter (IGUEROA) or a glued field (PELLEYSPRINGFIELD)
+    if len(short) >= 4 and short in long_:
+        return True
+    return JaroWinkler.normalized_similarity(x, y) >= SURNAME_MIN_SIMILARITY
+
+
+def surname_conflict(lead_a, lead_b) -> bool:
+    """Do the other name tokens of two name parts (``leading_names``) conflict?
+
+    Each name part needs its given name (first token) and at least one more
+    token of two letters or more that is not a generation suffix
+    (``GENERATION_CLASSES``). They conflict when no such later token of one
+    agrees with any token of the other's whole name part, and vice versa
+    (agree: equal, Jaro–Winkler ≥ ``SURNAME_MIN_SIMILARITY``, or the shorter of
+    ≥ 4 letters inside the longer). Comparing against the whole other name part
+    keeps a swapped given name and surname (``SMITH JOHN``) agreeing; tokens of
+    a city written before any number (``ALAN ROBERTSON LAS VEGAS``) can only
+    make two name parts agree, never conflict.
+
+    Why: the false merges left on messy person data at 100,000 references were
+    people of one frequent given name in one city (``JUSTIN WARREN LANCASTER``
+    and ``JUSTIN HENIAN LANCASTER``): given name, city and zip agree, which is
+    enough weight among many references, and no rule looked at the surname.
+    A disagreeing surname carries a large negative weight in Fellegi–Sunter
+    models (Fellegi & Sunter 1969; Splink's name comparisons); as a veto it is
+    lifted, like the given-name veto, when a long number agrees (a married
+    name beside the maiden name with the same SSN or date of birth).
+    """
+    a = [t for t in (lead_a if lead_a is not None else ()) if len(t) >= 2 and t not in GENERATION_CLASSES]
+    b = [t for t in (lead_b if lead_b is not None else ()) if len(t) >= 2 and t not in GENERATION_CLASSES]
+    la = list(lead_a if lead_a is not None else ())
+    lb = list(lead_b if lead_b is not None else ())
+    if len(la) < 2 or len(lb) < 2:
+        return False
+    rest_a = [t for t in a if t != la[0]]
+    rest_b = [t for t in b if t != lb[0]]
+    if not rest_a or not rest_b:
+        return False
+    if any(_name_tokens_agree(x, y) for x in rest_a for y in b):
+        return False
+    if any(_name_tokens_agree(x, y) for x in rest_b for y in a):
+        return False
+    return True
 
 
 def date_readings(t: str) -> set[str]:
@@ -326,7 +391,7 @@ def conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, shared_b
         lead_a, lead_b: the references' leading name tokens (``leading_names``).
         nums_a, nums_b: their all-digit tokens with ≥ ``identifierMinLen`` digits.
         profile: the rule switches and thresholds (``givenNameConflictRule``,
-            ``identifierConflictRule``, ``householdIdentifierRule``,
+            ``identifierConflictRule``, ``surnameConflictRule``, ``householdIdentifierRule``,
             ``dateOfBirthConflictRule``, ``generationConflictRule``,
             ``commonGivenNameRule``, ``identifierMaxEdits``, ``givenNameMinSimilarity``).
         shared_a, shared_b: the long numbers of each reference that are
@@ -348,6 +413,8 @@ def conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, shared_b
         or (getattr(profile, "commonGivenNameRule", False)
             and common_given_name_conflict(lead_a, lead_b, std_a, std_b, profile.givenNameMinSimilarity))
     )
+    if getattr(profile, "surnameConflictRule", False) and not name_conflict:
+        name_conflict = surname_conflict(lead_a, lead_b)
     if name_conflict and not (na and nb and _numbers_agree(na, nb, k)):
         return True
     if getattr(profile, "generationConflictRule", False) and generation_conflict(lead_a, lead_b):
@@ -369,6 +436,11 @@ def conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, shared_b
     return False
 
 
+#: a name token seen first in at least this share of its name parts (two tokens or more) is a
+#: given name (``given_name_first``): the majority of the input's layouts put it first
+GIVEN_NAME_FIRST_RATE = 0.5
+
+
 def given_name_first(features):
     """Move each reference's given name to the front of its name part, learnt from the data.
 
@@ -377,9 +449,13 @@ def given_name_first(features):
     token's *first-position rate* is the share of its occurrences in name
     parts of two or more tokens where it comes first. Over a whole input
     given names come first far more often than surnames (most layouts put
-    them first), so among the first three name tokens (two letters or more)
-    the one with the highest rate (ties: the earlier) is taken as the given
-    name and moved to the front; the other tokens keep their order. A name
+    them first). A first token whose rate is at least ``GIVEN_NAME_FIRST_RATE``
+    stays first: a middle name that is also a given name (``KEVIN SEAN
+    OLIVER``) must not displace it. Otherwise, among the second and third
+    name tokens (two letters or more), the earliest with that rate is the
+    given name (``OLIVER, KEVIN SEAN`` gives ``KEVIN``), failing that the
+    token of the highest rate (ties: the earlier); it moves to the front and
+    the other tokens keep their order. A name
     part that starts with an initial is left as it is (``J SMITH``). Schema-
     agnostic: no column names, only positions and counts over the input
     (with ``link_references(frequencies=…)``, over the references linked).
@@ -401,8 +477,17 @@ def given_name_first(features):
         .filter(F.length("tok") >= 2)
         .join(rate, "tok")
     )
+    # A first token seen first in most of its name parts is a given name and stays (KEVIN SEAN
+    # OLIVER: SEAN, a middle name here, may be first more often than KEVIN, but KEVIN is no
+    # surname). Otherwise the earliest later token seen first in most of its name parts is the
+    # given name (OLIVER, KEVIN SEAN -> KEVIN); failing that, the token of the highest rate.
+    first = GIVEN_NAME_FIRST_RATE
     best = cand.groupBy("record_id").agg(
-        F.max(F.struct("rate", (-F.col("pos")).alias("npos"), "tok"))["tok"].alias("_given"))
+        F.max(F.when(F.col("pos") == 0, F.col("rate"))).alias("_r0"),
+        F.min(F.when(F.col("rate") >= first, F.struct("pos", "tok")))["tok"].alias("_early"),
+        F.max(F.struct("rate", (-F.col("pos")).alias("npos"), "tok"))["tok"].alias("_top"),
+    ).select("record_id", F.when(F.col("_r0") >= first, F.lit(None).cast("string"))
+             .otherwise(F.coalesce("_early", "_top")).alias("_given"))
     cols = [c for c in features.columns if c != "lead"]
     g = F.col("_given")
     return features.join(best, "record_id", "left").select(
