@@ -35,7 +35,7 @@ What it does, for each ``<ROOT>/<source>/<ds>/*.csv`` of a declared source:
    records instead: a line break inside a quoted field continues the record,
    which keeps the number of its first line (``merge_multiline_records``).
 2. Checks each file's header against the declared columns
-   (``hdwm.cleansing.compare_header``: trimmed, case-insensitive, BOM ignored,
+   (``sourcecontract.compare_header``: trimmed, case-insensitive, BOM ignored,
    order free: each file is parsed by its own header). The source's optional
    ``column_map`` (file name -> declared column) and ``ignore_columns`` (extra
    columns dropped on purpose) from ``sources.yaml`` apply first. The rule:
@@ -99,8 +99,9 @@ except ImportError:  # pragma: no cover - depends on how the job is launched
     import hdwm
 
 import jobcontract
+import sourcecontract
 from hdwm import cleansing as C
-from hdwm.cleansing import SourceConfigError, SourceSpec
+from sourcecontract import SourceConfigError, SourceSpec
 from hdwm.progress import Progress
 from jobcontract import EXIT_CONFIG, EXIT_ERROR, EXIT_INVARIANT, EXIT_NO_INPUT, EXIT_OK, error_path  # noqa: F401
 from jobcontract import write_json_atomic as atomic_write_json
@@ -247,23 +248,23 @@ def discover_inputs(landing: Path, ds: str, sources: dict[str, SourceSpec]) -> d
     return found
 
 
-def check_header(line: str | None, spec: SourceSpec) -> C.HeaderCheck | None:
+def check_header(line: str | None, spec: SourceSpec) -> sourcecontract.HeaderCheck | None:
     """Split a file's first line as CSV and compare it with ``spec``
-    (:func:`hdwm.cleansing.compare_header`); None for a file with no line."""
+    (:func:`sourcecontract.compare_header`); None for a file with no line."""
     if line is None:
         return None
     if len(line) > MAX_HEADER_CHARS:
         # no header is this long (and csv's field limit is 128 KiB): not a header, quarantine the file
-        return C.HeaderCheck(False, None, (
+        return sourcecontract.HeaderCheck(False, None, (
             f"first line is not a header ({len(line):,} characters, more than {MAX_HEADER_CHARS:,}; "
             f"starts {line[:60]!r}); expected the declared columns {spec.column_names}",))
     try:
         fields = next(csv.reader([line.lstrip("\ufeff")], delimiter=spec.delimiter, quotechar=spec.quote), [])
     except csv.Error as exc:
-        return C.HeaderCheck(False, None, (
+        return sourcecontract.HeaderCheck(False, None, (
             f"first line is not a header (not parseable as CSV: {exc}; starts {line[:60]!r}); "
             f"expected the declared columns {spec.column_names}",))
-    return C.compare_header(fields, spec)
+    return sourcecontract.compare_header(fields, spec)
 
 
 #: A first line longer than this (characters) is not a header: the file is quarantined as ``bad_header``.
@@ -681,7 +682,7 @@ def prepare(args: argparse.Namespace, progress: Progress | None = None) -> dict[
     ds = validate_ds(args.ds)
     config_path = find_sources_config(args.sources_config)
     try:
-        sources = C.load_sources(config_path)
+        sources = sourcecontract.load_sources(config_path)
     except SourceConfigError as exc:
         raise ConfigError(str(exc)) from exc
     landing = Path(args.landing).expanduser().resolve()

@@ -431,7 +431,7 @@ def test_schema_drift_fails_naming_file_and_column(tmp_path, job, caplog):
 def test_schema_drift_is_also_caught_on_spark_read_headers(tmp_path, spark, job):
     """The Spark-side check (what the executors read) refuses drift too."""
     landing = _drifted_landing(tmp_path)
-    spec = job.C.load_sources(job.find_sources_config())["febrl"]
+    spec = job.sourcecontract.load_sources(job.find_sources_config())["febrl"]
     files = sorted((landing / "febrl" / DS).glob("*.csv"))[:2]
     with pytest.raises(job.SchemaDriftError, match=rf"schema drift in febrl/{DS}/part-0001.csv: unexpected column 'email'"):
         job.classify_source(spark, spec, files, DS, landing)

@@ -2,7 +2,9 @@
 
 * ``dags/`` and ``washline`` (the Airflow side) import nothing from ``pyspark`` or ``hdwm``;
 * ``hdwm`` and the Spark job scripts (``spark_jobs/*.py``) import nothing from ``airflow`` or ``washline``;
-* ``jobcontract``, which both sides import, imports only the standard library.
+* ``jobcontract``, which both sides import, imports only the standard library;
+* ``sourcecontract`` (``sources.yaml``), which both sides import too, only the
+  standard library, PyYAML and pydantic.
 
 Every import counts, also one inside a function (a lazy import crosses the line
 all the same when it runs). ``tests/dags/test_dag_integrity.py`` checks what
@@ -39,6 +41,7 @@ def files(*dirs: Path, pattern: str = "**/*.py") -> list[Path]:
 AIRFLOW_SIDE = files(ROOT / "dags", ROOT / "plugins")
 SPARK_SIDE = files(SPARK_JOBS / "hdwm") + files(SPARK_JOBS, pattern="*.py")
 CONTRACT = files(SPARK_JOBS / "jobcontract")
+SOURCE_CONTRACT = files(SPARK_JOBS / "sourcecontract")
 
 
 def _ids(paths):
@@ -60,8 +63,13 @@ def test_the_contract_imports_only_the_standard_library(path):
     assert imported_roots(path) - {"__future__"} <= set(sys.stdlib_module_names)
 
 
+@pytest.mark.parametrize("path", SOURCE_CONTRACT, ids=_ids(SOURCE_CONTRACT))
+def test_the_source_contract_imports_only_yaml_and_pydantic(path):
+    assert imported_roots(path) - {"__future__", "yaml", "pydantic"} <= set(sys.stdlib_module_names)
+
+
 def test_the_walk_sees_every_room_and_lazy_imports(tmp_path):
-    assert len(AIRFLOW_SIDE) > 30 and len(SPARK_SIDE) > 15 and CONTRACT
+    assert len(AIRFLOW_SIDE) > 30 and len(SPARK_SIDE) > 15 and CONTRACT and SOURCE_CONTRACT
     assert {p.name for p in SPARK_SIDE} >= {"cleanse.py", "link.py", "compare.py"}
     lazy = tmp_path / "lazy.py"
     lazy.write_text("from . import sibling\ndef f():\n    from pyspark.sql import functions\n    import hdwm.compare\n")

@@ -43,7 +43,18 @@ def test_pyfiles_zip_holds_the_engine_and_the_contract(tmp_path):
     assert z.name.startswith("hdwm-") and jc.pyfiles_zip(tmp_path) == z  # same sources, same zip
     names = zipfile.ZipFile(z).namelist()
     assert "hdwm/compare.py" in names and "jobcontract/__init__.py" in names
+    assert "sourcecontract/__init__.py" in names  # hdwm.cleansing imports it
     assert not any("__pycache__" in n for n in names)
+    assert {n.split("/")[0] for n in names} == set(jc.PYFILES_PACKAGES)
+
+
+def test_the_k8s_image_zips_the_same_packages():
+    import re
+    from pathlib import Path
+
+    dockerfile = (Path(jc.SPARK_JOBS).parent / "deploy" / "k8s" / "Dockerfile.spark-k8s").read_text()
+    zipped = re.search(r"python -m zipfile -c \S+\.zip ([\w ]+?) *\\", dockerfile)
+    assert zipped and tuple(zipped.group(1).split()) == jc.PYFILES_PACKAGES
 
 
 def _script(name):

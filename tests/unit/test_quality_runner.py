@@ -22,11 +22,16 @@ def test_config_defaults_and_sources():
 
 
 @pytest.mark.parametrize("body, message", [
-    ("cluster_size: {min: 5, max: 2}\nsingleton_share: {min: 0, max: 1}\n", "cluster_size"),
-    ("cluster_size: {min: 1, max: 2}\nsingleton_share: {min: 0.5, max: 1.5}\n", "singleton_share"),
-    ("cluster_size: {min: 1}\nsingleton_share: {min: 0, max: 1}\n", "numeric min and max"),
+    ("cluster_size: {min: 5, max: 2}\nsingleton_share: {min: 0, max: 1}\n",
+     "cluster_size: needs 1 <= min <= max, got min=5, max=2"),
+    ("cluster_size: {min: 1, max: 2}\nsingleton_share: {min: 0.5, max: 1.5}\n", "singleton_share: needs 0 <= min <= max <= 1"),
+    ("cluster_size: {min: 1}\nsingleton_share: {min: 0, max: 1}\n", r"cluster_size\.max: Field required"),
+    ("cluster_size: {min: 1, max: 2.5}\nsingleton_share: {min: 0, max: 1}\n", r"cluster_size\.max: .*integer"),
     ("cluster_size: {min: 1, max: 2}\nsingleton_share: {min: 0, max: 1}\nkeep_runs: 0\n", "keep_runs"),
     ("cluster_size: {min: 1, max: 2}\nsingleton_share: {min: 0, max: 1}\nkeep_runs: many\n", "keep_runs"),
+    ("cluster_size: {min: 1, max: 2}\nsingleton_share: {min: 0, max: 1}\nkeep_run: 3\n", "keep_run: unknown key"),
+    ("cluster_size: {min: 1, max: 2}\nsingleton_share: {min: 0, max: 1}\nsources_config: include/gx/quality.yaml\n",
+     "sources_config: .*non-empty 'sources:' mapping"),
 ])
 def test_bad_config_is_refused(tmp_path, body, message):
     path = tmp_path / "quality.yaml"

@@ -55,19 +55,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from washline.paths import REPO_ROOT, validate_ds
+from washline.paths import validate_ds
+from washline.quality.config import (  # noqa: F401 - public names of the runner
+    CONFIG_FILE,
+    DEFAULT_KEEP_RUNS,
+    REGISTRY_SUITE_NAMES,
+    SUITE_NAMES,
+    SUITES_DIR,
+    QualityConfigError,
+    load_config,
+)
 
 log = logging.getLogger(__name__)
 # GX logs every config save at INFO; keep task logs to what matters.
 logging.getLogger("great_expectations").setLevel(logging.WARNING)
-
-SUITES_DIR = REPO_ROOT / "include" / "gx"
-CONFIG_FILE = "quality.yaml"
-SUITE_NAMES = ("staging_records", "staging_links", "staging_clusters")
-#: Suites of the entity registry (issue 13), run on a registry night only: the
-#: staged new state of the date and its continuity with the published entities.
-REGISTRY_SUITE_NAMES = ("staging_entity_members", "staging_entities", "staging_entity_changes",
-                        "entity_continuity")
 
 #: Suite → the suite parameter holding its expected row count.
 ROW_COUNT_PARAMETERS = {
@@ -210,71 +211,6 @@ VIEW_PREFIX = "wlgx"
 #: Environment variable that carries the connection secret to GX's config
 #: substitution (``${…}``) while a validation runs.
 SECRET_ENV_PREFIX = "WASHLINE_GX_SECRET_"
-
-
-class QualityConfigError(ValueError):
-    """``include/gx/quality.yaml`` (or the sources file it names) is missing or invalid."""
-
-
-# ---------------------------------------------------------------------------
-# Configuration and suites
-# ---------------------------------------------------------------------------
-
-
-def load_config(path: Path | None = None) -> dict[str, Any]:
-    """Read and check the quality settings (default ``include/gx/quality.yaml``).
-
-    Returns:
-        ``{"cluster_size": {"min", "max"}, "singleton_share": {"min", "max"},
-        "joined_share": {"min", "max"}, "source_names": [..], "suites": [..],
-        "registry_suites": [..], "keep_runs": int}``.
-
-    Raises:
-        QualityConfigError: file missing, unreadable or a bound out of range
-            (cluster sizes are integers ≥ 1 with min ≤ max; shares lie in
-            [0, 1] with min ≤ max; ``keep_runs`` an integer ≥ 1); the message
-            names the file and key.
-    """
-    import yaml
-
-    path = path or SUITES_DIR / CONFIG_FILE
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise QualityConfigError(f"cannot read quality settings {path}: {exc}") from exc
-    try:
-        size = {k: int(doc["cluster_size"][k]) for k in ("min", "max")}
-        share = {k: float(doc["singleton_share"][k]) for k in ("min", "max")}
-        joined = {k: float((doc.get("joined_share") or {"min": 0.0, "max": 1.0})[k]) for k in ("min", "max")}
-    except (KeyError, TypeError, ValueError) as exc:
-        raise QualityConfigError(f"{path}: cluster_size/singleton_share need numeric min and max ({exc!r})") from exc
-    if not 1 <= size["min"] <= size["max"]:
-        raise QualityConfigError(f"{path}: cluster_size needs 1 <= min <= max, got {size}")
-    if not 0.0 <= share["min"] <= share["max"] <= 1.0:
-        raise QualityConfigError(f"{path}: singleton_share needs 0 <= min <= max <= 1, got {share}")
-    if not 0.0 <= joined["min"] <= joined["max"] <= 1.0:
-        raise QualityConfigError(f"{path}: joined_share needs 0 <= min <= max <= 1, got {joined}")
-    suites = list(doc.get("suites") or SUITE_NAMES)
-    registry_suites = list(doc.get("registry_suites") or REGISTRY_SUITE_NAMES)
-    try:
-        keep_runs = int(doc.get("keep_runs", DEFAULT_KEEP_RUNS))
-    except (TypeError, ValueError) as exc:
-        raise QualityConfigError(f"{path}: keep_runs must be an integer >= 1 ({exc!r})") from exc
-    if keep_runs < 1:
-        raise QualityConfigError(f"{path}: keep_runs must be an integer >= 1, got {keep_runs}")
-    sources_path = REPO_ROOT / str(doc.get("sources_config", "include/config/sources.yaml"))
-    try:
-        sources = yaml.safe_load(sources_path.read_text())["sources"]
-        source_names = sorted(str(name) for name in sources)
-    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
-        raise QualityConfigError(f"{path}: cannot read source names from {sources_path}: {exc!r}") from exc
-    if not source_names:
-        raise QualityConfigError(f"{path}: {sources_path} declares no sources")
-    return {"cluster_size": size, "singleton_share": share, "joined_share": joined, "source_names": source_names,
-            "suites": suites, "registry_suites": registry_suites, "keep_runs": keep_runs}
-
-
-DEFAULT_KEEP_RUNS = 5
 
 
 def prune_run_folders(parent: Path, keep: int, current: Path | None = None) -> list[Path]:
