@@ -11,7 +11,7 @@ matters), then measures in the same run:
 
 * ``gx``: ``washline.quality.runner.validate_slice`` over the three suites
   (seconds, number of SQL statements GX sent, their summed seconds, and the
-  statements that bring slice rows to the client, ``runner.row_reads``: no
+  statements that bring slice rows to the client, ``sqlcapture.row_reads``: no
   aggregate and not ``LIMIT 0``, e.g. a query asset's column reflection or a
   sample-value query; ``--dump-sql FILE`` writes every statement);
 * ``hand_sql``: the equivalent hand-written counts (one aggregate query per
@@ -32,6 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "plugins"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 DS, OTHER = "2025-01-01", "2025-01-02"
 
 GENERATE = """
@@ -41,8 +42,8 @@ SELECT %(ds)s::text, 'bench', 'rec-' || g, 'febrl', 'NAME' || (g %% 977), 'SURNA
        lpad((g %% 9000 + 1000)::text, 4, '0'), (ARRAY['NSW','VIC','QLD','WA','SA','TAS','ACT','NT'])[g %% 8 + 1],
        DATE '1950-01-01' + (g %% 20000), lpad((g %% 10000000)::text, 7, '0'), 'part-0000.csv', g + 1
 FROM generate_series(0, %(n)s - 1) g;
-INSERT INTO staging_links (ds, load_id, record_id, cluster_id, iteration, mu, quality, cluster_size)
-SELECT %(ds)s::text, 'bench', 'rec-' || g,
+INSERT INTO staging_links (ds, load_id, record_id, source, cluster_id, iteration, mu, quality, cluster_size)
+SELECT %(ds)s::text, 'bench', 'rec-' || g, 'febrl',
        CASE WHEN g %% 10 = 9 THEN 'rec-' || g ELSE 'rec-' || (g - g %% 10 + (g %% 10) / 2 * 2) END,
        1, 0.6, 1.0, CASE WHEN g %% 10 = 9 THEN 1 ELSE 2 END
 FROM generate_series(0, %(n)s - 1) g;
@@ -95,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import psycopg
 
+    from sqlcapture import capture_sql, row_reads
+
     from washline.quality import runner
     from washline.staging.dialects import ddl_statements
 
@@ -115,17 +118,18 @@ def main(argv: list[str] | None = None) -> int:
 
         os.environ["AIRFLOW_CONN_BENCH_QUALITY"] = json.dumps(
             {"conn_type": "postgres", "host": args.host, "port": args.port, "login": "postgres", "schema": name})
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, capture_sql() as statements:
             summary = runner.validate_slice("bench_quality", DS, args.rows, Path(tmp) / "docs",
-                                            expected_cluster_rows=clusters, keep_sql=True)
+                                            expected_cluster_rows=clusters)
+        sql_seconds = round(sum(st["seconds"] for st in statements), 3)
         # What marks a statement as reading the slice: the per-run view names, or
         # (query assets) the slice queries' opening text.
         relations = summary.get("views") or [" ".join(runner.query_for(s, DS, "postgres").split())[:60]
                                              for s in runner.SLICE_QUERIES]
-        reads = runner.row_reads(summary.get("sql") or [], relations)
+        reads = row_reads(statements, relations)
         if args.dump_sql:
-            args.dump_sql.write_text(json.dumps(summary.get("sql") or [], indent=1))
-        slowest = sorted(summary.get("sql") or [], key=lambda s: -s["seconds"])[:5]
+            args.dump_sql.write_text(json.dumps(statements, indent=1))
+        slowest = sorted(statements, key=lambda s: -s["seconds"])[:5]
 
         with psycopg.connect(host=args.host, port=args.port, user="postgres", dbname=name) as c:
             t0 = time.perf_counter()
@@ -134,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         result = {
             "rows": args.rows, "clusters": clusters, "generate_seconds": round(generate_s, 2),
             "gx": {"status": summary["status"], "seconds": summary["seconds"],
-                   "sql_statements": summary["sql_statements"], "sql_seconds": summary["sql_seconds"],
+                   "sql_statements": len(statements), "sql_seconds": sql_seconds,
                    "row_reads": reads, "slowest": [{"seconds": s["seconds"], "sql": " ".join(s["sql"].split())[:160]}
                                                    for s in slowest],
                    "error": summary.get("error")},
@@ -144,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(json.dumps(result, indent=2, default=str))
         print(f"\n{args.rows:,} rows: GX {summary['seconds']:.1f} s ({summary['status']}, "
-              f"{summary['sql_statements']} statements, {summary['sql_seconds']:.1f} s in SQL, "
+              f"{len(statements)} statements, {sql_seconds:.1f} s in SQL, "
               f"{len(reads)} row-fetching statement(s)); hand-written SQL {hand_s:.1f} s")
         return 0 if summary["status"] == "PASS" else 1
     finally:

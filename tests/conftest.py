@@ -21,6 +21,17 @@ def repo() -> Path:
 
 
 @pytest.fixture(scope="session")
+def sqlcapture():
+    """``benchmarks/sqlcapture.py`` (SQL statement capture and reading; not part of the product)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sqlcapture", REPO / "benchmarks" / "sqlcapture.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """The recorded real-world inputs beside the repo; tests skip without them."""
     if not SHARED.is_dir():

@@ -326,7 +326,7 @@ def slice_views_left(conn_id):
     return [r[0] for r in fetch(conn_id, sql)]
 
 
-def test_no_full_slice_reads_and_views_are_dropped(loaded, febrl_parquet, tmp_path):
+def test_no_full_slice_reads_and_views_are_dropped(loaded, febrl_parquet, tmp_path, sqlcapture):
     """GX reads the slice only through aggregates. Before: a query asset's
     column reflection ran each slice query and fetched all its rows, and every
     expectation, passing or not, sent a ``… LIMIT 5`` query for sample values.
@@ -334,16 +334,16 @@ def test_no_full_slice_reads_and_views_are_dropped(loaded, febrl_parquet, tmp_pa
     queries carry ``LIMIT 0``, and only expectations with unexpected values
     (FEBRL1's state typos and missing surnames) get a ``LIMIT 5`` sample query."""
     counts = febrl_parquet["counts"]
-    summary = runner.validate_slice(loaded, DS, counts["records"], tmp_path / "docs",
-                                    expected_link_rows=counts["links"], expected_cluster_rows=counts["clusters"],
-                                    keep_sql=True)
+    with sqlcapture.capture_sql() as statements:
+        summary = runner.validate_slice(loaded, DS, counts["records"], tmp_path / "docs",
+                                        expected_link_rows=counts["links"], expected_cluster_rows=counts["clusters"])
     assert summary["status"] == "PASS", runner.format_table(summary)
     assert summary["slice_source"] == "view" and len(summary["views"]) == 3
-    statements = summary["sql"]
+    assert "sql" not in summary  # the product keeps no statement log
     # GX never named a staging table itself: it reads the slices through the views only.
     tables = [f'"{t}"' for t in runner.SUITE_NAMES]
     assert not [st["sql"] for st in statements if any(t in st["sql"] for t in tables)]
-    reads = runner.row_reads(statements, summary["views"])
+    reads = sqlcapture.row_reads(statements, summary["views"])
     with_values = [e for e in summary["expectations"] if (e["unexpected_count"] or 0) > 0]
     assert {e["column"] for e in with_values} == {"state", "surname"}, runner.format_table(summary)
     assert len(reads) == len(with_values), reads
@@ -354,12 +354,13 @@ def test_no_full_slice_reads_and_views_are_dropped(loaded, febrl_parquet, tmp_pa
 
     # The classifier is not blind: through query assets (the previous runner)
     # GX's column reflection fetches each slice query's rows, with no LIMIT.
-    before = runner.validate_staging(
-        loaded, DS, {"staging_records": counts["records"], "staging_links": counts["links"],
-                     "staging_clusters": counts["clusters"]}, tmp_path / "docs-query", use_views=False)
+    with sqlcapture.capture_sql() as before_sql:
+        before = runner.validate_staging(
+            loaded, DS, {"staging_records": counts["records"], "staging_links": counts["links"],
+                         "staging_clusters": counts["clusters"]}, tmp_path / "docs-query", use_views=False)
     assert before["status"] == "PASS" and before["slice_source"] == "query"
     marks = [" ".join(runner.query_for(s, DS, before["dialect"]).split())[:60] for s in runner.SUITE_NAMES]
-    full = [r["sql"] for r in runner.row_reads(before["sql"], marks) if r["limit"] is None]
+    full = [r["sql"] for r in sqlcapture.row_reads(before_sql, marks) if r["limit"] is None]
     assert all(any(m in sql for sql in full) for m in marks), full  # each slice read whole at least once
 
 

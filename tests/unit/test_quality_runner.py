@@ -196,36 +196,6 @@ def test_result_format_asks_for_counts_without_sample_values():
     assert runner.SAMPLE_FORMAT["partial_unexpected_count"] == runner.SAMPLE_COUNT > 0
 
 
-@pytest.mark.parametrize("sql, params, limit", [
-    ("SELECT a FROM v WHERE a IS NULL LIMIT %(param_1)s::INTEGER", {"param_1": 0}, 0),
-    ("SELECT a FROM v WHERE a = ? LIMIT ? OFFSET ?", ("x", 5, 0), 5),
-    ("SELECT a FROM v WHERE a = ? LIMIT ?", ("x", 5), 5),
-    ("SELECT a FROM v WHERE a = :p LIMIT :param_1", {"p": 1, "param_1": 7}, 7),
-    ("SELECT a FROM v LIMIT 20", (), 20),
-    ("SELECT a FROM v", (), None),
-])
-def test_bound_limit(sql, params, limit):
-    assert runner.bound_limit(sql, params) == limit
-
-
-def test_row_reads_flags_row_fetches_not_aggregates():
-    v = "wlgx_staging_records_20250101_0a1b2c3d"
-    statements = [
-        {"sql": f"SELECT * FROM (SELECT r.ds FROM x) AS {v}", "seconds": 9.4, "limit": None},  # reflection read
-        {"sql": f"SELECT postcode AS unexpected_values FROM (SELECT * FROM {v}) AS anon_1 LIMIT %(p)s",
-         "seconds": 2.0, "limit": 5},
-        {"sql": f"SELECT postcode AS unexpected_values FROM (SELECT * FROM {v}) AS anon_1 LIMIT %(p)s",
-         "seconds": 0.001, "limit": 0},
-        {"sql": f"SELECT count(*) AS n FROM (SELECT * FROM {v}) AS anon_1", "seconds": 1.0, "limit": None},
-        {"sql": f'SELECT "U".unexpected_count FROM (SELECT sum(c) AS unexpected_count FROM {v}) AS "U"',
-         "seconds": 1.0, "limit": None},
-        {"sql": f"SELECT 1 FROM {v} LIMIT %(param_1)s", "seconds": 0.001, "limit": 1},
-        {"sql": "SELECT a FROM other_table", "seconds": 1.0, "limit": None},
-    ]
-    reads = runner.row_reads(statements, [v])
-    assert [(r["seconds"], r["limit"]) for r in reads] == [(9.4, None), (2.0, 5)]
-
-
 @pytest.mark.parametrize("name", runner.REGISTRY_SUITE_NAMES)
 def test_registry_suites_are_valid_and_have_slice_queries(name):
     """issue 13: the registry suites take their counts from _COMPLETE.json and

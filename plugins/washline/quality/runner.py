@@ -47,7 +47,6 @@ import importlib.util
 import json
 import logging
 import os
-import re
 import secrets
 import time
 from contextlib import ExitStack, contextmanager
@@ -412,117 +411,6 @@ def secret_in_env(name: str, value: str | None) -> Iterator[None]:
         os.environ.pop(name, None)
 
 
-@contextmanager
-def capture_sql() -> Iterator[list[dict[str, Any]]]:
-    """Collect every SQL statement SQLAlchemy sends while the block runs.
-
-    Yields a list that fills with ``{"sql": text, "seconds": wall seconds,
-    "limit": the row limit bound to a trailing ``LIMIT`` or None}`` (used to
-    count GX's queries and to spot statements that read the slice's rows:
-    see :func:`row_reads`). Parameter values themselves are not kept.
-    """
-    from sqlalchemy import event
-    from sqlalchemy.engine import Engine
-
-    statements: list[dict[str, Any]] = []
-
-    def before(conn, cursor, statement, parameters, context, executemany):  # noqa: ARG001
-        conn.info.setdefault("washline_t0", []).append(time.perf_counter())
-
-    def after(conn, cursor, statement, parameters, context, executemany):  # noqa: ARG001
-        t0 = conn.info.get("washline_t0", [time.perf_counter()]).pop()
-        statements.append({"sql": statement, "seconds": round(time.perf_counter() - t0, 4),
-                           "limit": bound_limit(statement, parameters)})
-
-    event.listen(Engine, "before_cursor_execute", before)
-    event.listen(Engine, "after_cursor_execute", after)
-    try:
-        yield statements
-    finally:
-        event.remove(Engine, "before_cursor_execute", before)
-        event.remove(Engine, "after_cursor_execute", after)
-
-
-_LIMIT = re.compile(r"\bLIMIT\s+(\?|%\((\w+)\)s|:(\w+)|\d+)(?:::\w+)?(\s+OFFSET\s+(\?|%\(\w+\)s|:\w+|\d+)(?:::\w+)?)?\s*$",
-                    re.IGNORECASE)
-_AGGREGATE = re.compile(r"\b(count|sum|avg|min|max|stddev|variance)\s*\(", re.IGNORECASE)
-
-
-def bound_limit(statement: str, parameters: Any) -> int | None:
-    """The row limit of a statement ending in ``LIMIT n`` (literal or bound), else None.
-
-    Reads ``%(name)s`` (PostgreSQL), ``:name`` (Oracle) and ``?`` (SQLite,
-    positional: the LIMIT marker is the last, or second last before an
-    ``OFFSET ?``) markers; SQL Server's ``TOP`` is not recognised (None).
-    """
-    match = _LIMIT.search(statement.strip())
-    if not match:
-        return None
-    token, named_pg, named_ora, offset, offset_token = match.groups()
-    try:
-        if token.isdigit():
-            return int(token)
-        if named_pg or named_ora:
-            return int(parameters[named_pg or named_ora])
-        index = -2 if offset and offset_token == "?" else -1
-        return int(list(parameters)[index])
-    except (KeyError, IndexError, TypeError, ValueError):
-        return None
-
-
-def row_reads(statements: list[dict[str, Any]], relations: list[str]) -> list[dict[str, Any]]:
-    """Statements that bring rows of the slice to the client.
-
-    A statement counts when it names one of ``relations`` (the per-run view
-    names, or the slice queries' text for query assets), computes no
-    aggregate, is not limited to zero rows (``LIMIT 0``) and is not GX's
-    ``SELECT 1 … LIMIT 1`` existence probe of a table asset: GX's column
-    reflection of a query asset (the whole query, every row fetched) and its
-    ``partial_unexpected_list`` queries (``… LIMIT 5``) are such reads.
-
-    Args:
-        statements: :func:`capture_sql` entries.
-        relations: strings whose presence marks a statement as reading the slice.
-    """
-    out = []
-    for st in statements:
-        sql = " ".join(st["sql"].split())
-        if not sql.upper().startswith("SELECT") or not any(r in sql for r in relations):
-            continue
-        if _AGGREGATE.search(_outer_select_list(sql) + " " + _outer_from(sql)):
-            continue
-        if st.get("limit") == 0:
-            continue
-        if _outer_select_list(sql).strip().upper() == "SELECT 1" and st.get("limit") == 1:
-            continue  # GX's existence probe of a table asset: one constant, no slice values
-        out.append({"sql": sql[:200], "seconds": st["seconds"], "limit": st.get("limit")})
-    return out
-
-
-def _outer_select_list(sql: str) -> str:
-    """Text between the first SELECT and the FROM at parenthesis depth 0."""
-    depth, i = 0, len("SELECT")
-    upper = sql.upper()
-    while i < len(sql):
-        ch = sql[i]
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth == 0 and upper.startswith(" FROM ", i):
-            return sql[:i]
-        i += 1
-    return sql
-
-
-def _outer_from(sql: str) -> str:
-    """The first derived table of the outer FROM when it is a one-row aggregate
-    (``SELECT x.count FROM (SELECT sum(…) …)``), else ''."""
-    rest = sql[len(_outer_select_list(sql)):].strip()
-    if not rest.upper().startswith("FROM (SELECT "):
-        return ""
-    inner = rest[len("FROM ("):]
-    return _outer_select_list(inner)
-
-
 # ---------------------------------------------------------------------------
 # Results
 # ---------------------------------------------------------------------------
@@ -703,9 +591,10 @@ def validate_staging(
     Returns:
         ``{"status", "blocks_publish", "expectations": [...] (see
         :func:`summarise`), "suites": {name: status}, "data_docs": path of
-        index.html or None, "run_dir", "seconds", "sql_statements": number of
-        SQL statements GX sent, "sql_seconds", "slice_source": "view" or
+        index.html or None, "run_dir", "seconds", "slice_source": "view" or
         "query", "views": the per-run view names, "error": message or None}``.
+        The SQL that GX sends is measured outside the product
+        (``benchmarks/sqlcapture.py``, used by ``benchmarks/quality.py`` and the tests).
         Setup errors (bad config or suite, unreachable database) give status
         ERROR with ``error`` set instead of raising, so the report can say why.
     """
@@ -713,16 +602,11 @@ def validate_staging(
     started = time.monotonic()
     docs_dir = Path(docs_dir)
     summary: dict[str, Any] = {"status": "ERROR", "blocks_publish": True, "expectations": [], "suites": {},
-                               "data_docs": None, "run_dir": str(docs_dir), "seconds": None,
-                               "sql_statements": None, "sql_seconds": None, "error": None, "ds": ds,
-                               "schema": schema, "slice_source": None, "views": []}
+                               "data_docs": None, "run_dir": str(docs_dir), "seconds": None, "error": None,
+                               "ds": ds, "schema": schema, "slice_source": None, "views": []}
     try:
-        with capture_sql() as statements:
-            _run(ValidationRequest(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, schema,
-                                   use_views, registry), summary)
-        summary["sql_statements"] = len(statements)
-        summary["sql_seconds"] = round(sum(st["seconds"] for st in statements), 3)
-        summary["sql"] = statements  # removed below unless asked for (benchmarks)
+        _run(ValidationRequest(conn_id, ds, expected_rows, docs_dir, suites, suites_dir, config_path, schema,
+                               use_views, registry), summary)
     except Exception as exc:  # reported as ERROR, never a pass; the traceback goes to the log
         log.exception("GX validation of ds=%s did not run", ds)
         summary.update({"status": "ERROR", "blocks_publish": True, "error": f"{type(exc).__name__}: {exc}"})
@@ -1030,7 +914,6 @@ def validate_slice(
     expected_link_rows: int | None = None,
     expected_cluster_rows: int | None = None,
     config_path: Path | None = None,
-    keep_sql: bool = False,
     schema: str | None = None,
     registry: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -1049,7 +932,6 @@ def validate_slice(
         expected_cluster_rows: the link job's ``clusters``; without it the
             clusters reconciliation is SKIPPED (and listed as such).
         config_path: quality settings; default ``include/gx/quality.yaml``.
-        keep_sql: keep the list of SQL statements GX sent under ``sql``.
         schema: schema of the staging tables (the DAG's ``staging_schema``
             Param, checked with ``validate_schema``); None = connection default.
         registry: the registry version's ``_COMPLETE.json`` on a registry
@@ -1075,10 +957,8 @@ def validate_slice(
     except QualityConfigError:
         keep = DEFAULT_KEEP_RUNS  # the validation itself reported the bad file
     prune_run_folders(Path(docs_dir).parent, keep, current=Path(docs_dir))
-    if not keep_sql:
-        summary.pop("sql", None)
     summary["suite"] = suite_name or ",".join(summary["suites"]) or "staging"
-    log.info("GX validation of ds=%s: %s (%s s, %s SQL statements)\n%s", ds, summary["status"],
-             summary["seconds"], summary["sql_statements"], format_table(summary))
+    log.info("GX validation of ds=%s: %s (%s s)\n%s", ds, summary["status"], summary["seconds"],
+             format_table(summary))
     log.info("GX Data Docs for ds=%s: %s", ds, summary["data_docs"])
     return summary
