@@ -98,8 +98,14 @@ def _events(files: list[str]):
 def event_log_profile(log_dir: str | Path) -> dict[str, dict]:
     """Per stage (the ``washline.stage`` local property of each Spark job;
     ``other`` without one): ``jobs``, ``job_seconds`` (submission to end,
-    summed), ``tasks``, ``shuffle_write`` / ``shuffle_read`` / ``spill``
-    (bytes), read from the uncompressed event log (all its rolled files) in ``log_dir``."""
+    summed; jobs may overlap), ``tasks``, ``cpu`` (executor JVM CPU seconds of
+    the tasks: the work done, which a busy shared machine does not inflate the
+    way it inflates wall time), ``python`` (seconds the Python workers spent
+    executing UDF code, Spark's ``time to execute Python code``; wall time of
+    those processes), ``shuffle_write`` / ``shuffle_read`` / ``spill`` (bytes;
+    ``shuffle_remote`` the part of ``shuffle_read`` fetched from another
+    executor, which crosses the network on a cluster), read from the
+    uncompressed event log (all its rolled files) in ``log_dir``."""
     # Spark 4 writes a folder eventlog_v2_<app>/events_<n>_<app> (rolling); older ones one file
     files = sorted((f for f in glob.glob(os.path.join(str(log_dir), "**", "*"), recursive=True)
                     if os.path.isfile(f) and not os.path.basename(f).startswith((".", "appstatus"))),
@@ -108,7 +114,8 @@ def event_log_profile(log_dir: str | Path) -> dict[str, dict]:
     if not files:
         raise RuntimeError(f"no event log in {log_dir}")
     prof: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "job_seconds": 0.0, "tasks": 0, "shuffle_write": 0,
-                                                 "shuffle_read": 0, "spill": 0})
+                                                 "shuffle_read": 0, "shuffle_remote": 0, "spill": 0,
+                                                 "cpu": 0.0, "python": 0.0})
     job_stage, job_start, stage_of = {}, {}, {}
     for ev in _events(files):
         kind = ev.get("Event")
@@ -122,6 +129,11 @@ def event_log_profile(log_dir: str | Path) -> dict[str, dict]:
             prof[label]["job_seconds"] += (ev.get("Completion Time", 0) - job_start.get(ev["Job ID"], 0)) / 1000
         elif kind == "SparkListenerStageSubmitted":
             stage_of[ev["Stage Info"]["Stage ID"]] = (ev.get("Properties") or {}).get(STAGE_PROPERTY) or "other"
+        elif kind == "SparkListenerStageCompleted":
+            info = ev["Stage Info"]
+            for acc in info.get("Accumulables") or []:
+                if acc.get("Name") == "time to execute Python code":  # a timing metric: milliseconds
+                    prof[stage_of.get(info["Stage ID"], "other")]["python"] += int(acc.get("Value") or 0) / 1000
         elif kind == "SparkListenerTaskEnd":
             label = stage_of.get(ev.get("Stage ID"), "other")
             tm = ev.get("Task Metrics") or {}
@@ -130,7 +142,9 @@ def event_log_profile(log_dir: str | Path) -> dict[str, dict]:
             p["tasks"] += 1
             p["shuffle_write"] += int(sw.get("Shuffle Bytes Written", 0))
             p["shuffle_read"] += int(sr.get("Remote Bytes Read", 0)) + int(sr.get("Local Bytes Read", 0))
+            p["shuffle_remote"] += int(sr.get("Remote Bytes Read", 0))
             p["spill"] += int(tm.get("Disk Bytes Spilled", 0))
+            p["cpu"] += int(tm.get("Executor CPU Time", 0)) / 1e9  # nanoseconds
     return dict(prof)
 
 
@@ -138,19 +152,27 @@ def print_stage_profile(label: str, wall: float, stages: dict[str, float], event
     """One Markdown table: a row per stage, then what no stage covers (interpreter and JVM start)."""
     mb = 2**20
     print(f"\nStage profile, {label} (process wall {wall:.1f} s):\n")
-    print("| stage | driver wall s | Spark jobs | job s | tasks | shuffle write MB | shuffle read MB | spill MB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    remote = any(e.get("shuffle_remote", 0) for e in events.values())  # only on a cluster
+    rh, rs = (" of which remote MB |", "---:|") if remote else ("", "")
+    print(f"| stage | driver wall s | Spark jobs | job s | tasks | executor CPU s | Python UDF s | shuffle write MB | "
+          f"shuffle read MB |{rh} spill MB |")
+    print(f"|---|---:|---:|---:|---:|---:|---:|---:|---:|{rs}---:|")
     names = [s for s in STAGE_ORDER if s in stages or s in events] + sorted(
         (set(stages) | set(events)) - set(STAGE_ORDER))
     for s in names:
         e = events.get(s, {})
+        rc = f" {e.get('shuffle_remote', 0) / mb:.1f} |" if remote else ""
         print(f"| {s} | {stages.get(s, 0.0):.1f} | {e.get('jobs', 0)} | {e.get('job_seconds', 0.0):.1f} | "
-              f"{e.get('tasks', 0)} | {e.get('shuffle_write', 0) / mb:.1f} | {e.get('shuffle_read', 0) / mb:.1f} | "
-              f"{e.get('spill', 0) / mb:.1f} |")
-    print(f"| outside the stages | {wall - sum(stages.values()):.1f} | | | | | | |")
-    tot = {k: sum(e.get(k, 0) for e in events.values()) for k in ("jobs", "shuffle_write", "shuffle_read")}
-    print(f"| **all** | {wall:.1f} | {tot['jobs']} | | | {tot['shuffle_write'] / mb:.1f} | "
-          f"{tot['shuffle_read'] / mb:.1f} | |")
+              f"{e.get('tasks', 0)} | {e.get('cpu', 0.0):.1f} | {e.get('python', 0.0):.1f} | "
+              f"{e.get('shuffle_write', 0) / mb:.1f} | {e.get('shuffle_read', 0) / mb:.1f} |"
+              f"{rc} {e.get('spill', 0) / mb:.1f} |")
+    print(f"| outside the stages | {wall - sum(stages.values()):.1f} | | | | | | | |{' |' if remote else ''} |")
+    tot = {k: sum(e.get(k, 0) for e in events.values())
+           for k in ("jobs", "shuffle_write", "shuffle_read", "shuffle_remote", "spill", "cpu", "python")}
+    rc = f" {tot['shuffle_remote'] / mb:.1f} |" if remote else ""
+    print(f"| **all** | {wall:.1f} | {tot['jobs']} | | | {tot['cpu']:.1f} | {tot['python']:.1f} | "
+          f"{tot['shuffle_write'] / mb:.1f} | "
+          f"{tot['shuffle_read'] / mb:.1f} |{rc} {tot['spill'] / mb:.1f} |")
 
 
 def synth(n: int, generator: str = "synth") -> Path:
@@ -221,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-hdwm", action="store_true", help="time only Splink on DuckDB")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="profile override passed to python -m hdwm (synthetic sizes only)")
+    ap.add_argument("--out", metavar="DIR", help="python -m hdwm --out DIR/<size>: keep links/ and clusters/ "
+                    "(the write then counts in the wall time; benchmarks/cluster.py --local-links compares them)")
     a = ap.parse_args(argv)
     env = dict(os.environ, WASHLINE_SPARK_MASTER="local[2]")
     runs = []  # (label, washline command, --out folder of a link job or None, file for Splink, is spark-submit)
@@ -233,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
             cmd = [PRODUCT_PY, "-m", "hdwm", "--input", str(p), "--format", "csv"]
             for kv in a.set:
                 cmd += ["--set", kv]
+            if a.out:
+                cmd += ["--out", str(Path(a.out) / str(n))]
             runs.append((f"{a.generator} {n:,}", cmd, None, p, False))
     rows = []
     for label, cmd, out, path, is_submit in runs:
