@@ -92,7 +92,11 @@ def _events(files: list[str]):
     for f in files:
         with open(f, encoding="utf-8") as fh:
             for line in fh:
-                yield json.loads(line)
+                try:
+                    ev = json.loads(line)
+                except json.JSONDecodeError:  # the half-written last line of a running application
+                    break
+                yield ev
 
 
 def event_log_profile(log_dir: str | Path) -> dict[str, dict]:
