@@ -12,6 +12,18 @@ import pytest
 from washline.quality import runner
 
 
+def test_the_runner_still_exports_every_public_name_and_each_room_says_what_it_owns():
+    import importlib
+    import pkgutil
+
+    import washline.quality
+
+    assert all(getattr(runner, name, None) is not None for name in runner.__all__)
+    for info in pkgutil.iter_modules(washline.quality.__path__):
+        module = importlib.import_module(f"washline.quality.{info.name}")
+        assert module.__doc__ and "owns" in module.__doc__, info.name
+
+
 def test_config_defaults_and_sources():
     cfg = runner.load_config()
     assert cfg["cluster_size"] == {"min": 1, "max": 50}
