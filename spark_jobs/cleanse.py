@@ -491,7 +491,6 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
     Spark pass): files, physical lines (records for a multiline source), blank lines.
     """
     from pyspark import StorageLevel
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     t_read = time.monotonic()
@@ -507,37 +506,86 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
             "files": len(files), "records" if spec.multiline else "lines": sum(i["lines"] for i in files_info.values()),
             "blank": sum(i["blank"] for i in files_info.values())}, stage_seconds=time.monotonic() - t_read)
 
-    # -- headers and row accounting (from the per-split table; no extra pass) ---------
-    bad_headers: dict[str, str] = {}
-    layouts: dict[tuple[str | None, ...], list[str]] = {}
-    drifted: dict[str, tuple[str, ...]] = {}
-    rows_in = blank_lines = 0
-    file_rows: dict[str, int] = {}
-    file_blank: dict[str, int] = {}
-    for path, info in files_info.items():  # files with no line at all are absent
-        result = check_header(info["header"], spec)
-        if result is not None and result.is_header and result.problems:
-            drifted[relative_name(path, landing)] = result.problems
-        elif result is None or not result.is_header:
-            bad_headers[path] = result.problems[0] if result else "file has no header line"
-            file_rows[path] = info["lines"]  # every line, header and blank ones included, is quarantined
-        else:
-            layouts.setdefault(result.layout, []).append(path)
-            file_rows[path] = info["lines"] - 1 - info["blank"]
-            file_blank[path] = info["blank"]
-            blank_lines += info["blank"]
-    rows_in = sum(file_rows.values())
-    if drifted:
+    accounting = _file_accounting(files_info, spec, landing)
+    if accounting["drifted"]:
         for df in cached:
             df.unpersist()
-        raise SchemaDriftError(drift_message(drifted, spec))
+        raise SchemaDriftError(drift_message(accounting["drifted"], spec))
+    bad_headers = accounting["bad_headers"]
     bad_file = F.col("source_file").isin(list(bad_headers)) if bad_headers else F.lit(False)
     good_header_line = (F.col("line_number") == 1) & ~bad_file
     blank = C.is_blank_col(F.col("value"))
     # Blank lines are not rows; a bad-header file is quarantined line by line (blank ones too).
-    rows = numbered.filter(~good_header_line & (~blank | bad_file))
+    parsed = _parse_by_layout(numbered.filter(~good_header_line & (~blank | bad_file)), spec,
+                              accounting["layouts"], bad_headers)
+    record_id, cleaned_cols, fix_flags = _cleaned_columns(spec)
+    reason, detail = _quarantine_reason(spec, bad_headers, bad_file, record_id)
+    rows = parsed.select(
+        F.lit(ds).alias("ds"),
+        F.lit(spec.name).alias("source"),
+        "source_file",
+        "line_number",
+        # bytes that are not UTF-8 are stored as U+FFFD: Parquet strings must be valid UTF-8
+        # (pyarrow/pandas refuse to read them otherwise); the landing file keeps the original bytes
+        F.make_valid_utf8(F.substring(F.col("value"), 1, RAW_MAX_CHARS)).alias("raw"),
+        reason.alias("reason"),
+        detail.alias("detail"),
+        record_id.alias("record_id"),
+        C.truth_entity_col(record_id, spec.truth_pattern).alias("truth_entity"),
+        *cleaned_cols,
+    )
+    ok = _mark_duplicates(rows.filter(F.col("reason").isNull()))
+    classified = rows.filter(F.col("reason").isNotNull()).unionByName(ok).persist(StorageLevel.MEMORY_AND_DISK)
+    return {
+        "classified": classified,
+        "rows_in": sum(accounting["file_rows"].values()),
+        "blank_lines": accounting["blank_lines"],
+        "bad_headers": bad_headers,
+        "fix_flags": fix_flags,
+        "cached": [*cached, classified],
+        "file_rows": accounting["file_rows"],
+        "file_blank": accounting["file_blank"],
+    }
 
-    # -- parse: each file by its own header's layout ------------------------------------
+
+def _file_accounting(files_info: dict[str, dict[str, Any]], spec: SourceSpec,
+                     landing: Path | None) -> dict[str, Any]:
+    """Each file's header against ``spec`` and its row accounting, from the per-split table (no Spark pass).
+
+    Returns:
+        ``{"layouts": {layout: [files]}, "bad_headers": {file: detail},
+        "drifted": {file relative to landing: problems}, "file_rows": {file:
+        rows in}, "file_blank": {file: blank lines}, "blank_lines": int}``. A
+        file whose first line is no header counts every line (header and blank
+        ones too) as a row, all quarantined; files with no line are absent.
+    """
+    out: dict[str, Any] = {"layouts": {}, "bad_headers": {}, "drifted": {}, "file_rows": {}, "file_blank": {},
+                           "blank_lines": 0}
+    for path, info in files_info.items():
+        result = check_header(info["header"], spec)
+        if result is not None and result.is_header and result.problems:
+            out["drifted"][relative_name(path, landing)] = result.problems
+        elif result is None or not result.is_header:
+            out["bad_headers"][path] = result.problems[0] if result else "file has no header line"
+            out["file_rows"][path] = info["lines"]
+        else:
+            out["layouts"].setdefault(result.layout, []).append(path)
+            out["file_rows"][path] = info["lines"] - 1 - info["blank"]
+            out["file_blank"][path] = info["blank"]
+            out["blank_lines"] += info["blank"]
+    return out
+
+
+def _parse_by_layout(rows, spec: SourceSpec, layouts: dict[tuple[str | None, ...], list[str]],
+                     bad_headers: dict[str, str]):
+    """``rows`` parsed with ``from_csv`` (PERMISSIVE, corrupt-record column), each file by its header's layout.
+
+    Bad-header files are parsed as declared (every line is quarantined anyway).
+    Returns ``source_file, line_number, last_line, value``, the declared
+    columns, the corrupt record and ``_n_fields`` (the layout's field count).
+    """
+    from pyspark.sql import functions as F
+
     names = spec.column_names
     options = {
         "mode": "PERMISSIVE",
@@ -548,7 +596,7 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
     }
     groups = list(layouts.items())
     declared_layout = tuple(names)
-    if bad_headers:  # parsed as declared; every line is quarantined anyway
+    if bad_headers:
         groups.append((declared_layout, list(bad_headers)))
     if not groups:
         groups = [(declared_layout, [])]
@@ -562,8 +610,13 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
             F.col("_r").getField(CORRUPT).alias(CORRUPT), F.lit(len(layout)).alias("_n_fields"),
         )
         parsed = part if parsed is None else parsed.unionByName(part)
+    return parsed
 
-    # -- clean -------------------------------------------------------------------------
+
+def _cleaned_columns(spec: SourceSpec):
+    """``(record_id column, cleaned attribute columns and fix flags, {flag column: (column, rule)})``."""
+    from pyspark.sql import functions as F
+
     record_id = C.whitespace_col(F.col(spec.record_id))
     cleaned_cols = []
     fix_flags: dict[str, tuple[str, str]] = {}
@@ -575,7 +628,16 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
             flag_name = f"_fix__{col_spec.name}__{rule}"
             fix_flags[flag_name] = (col_spec.name, rule)
             cleaned_cols.append(flag.alias(flag_name))
+    return record_id, cleaned_cols, fix_flags
 
+
+def _quarantine_reason(spec: SourceSpec, bad_headers: dict[str, str], bad_file, record_id):
+    """``(reason, detail)`` columns of a parsed row: the first quarantine reason
+    that applies (``C.QUARANTINE_REASONS`` order, duplicates aside) and its
+    one-line detail; both null for a row that may be curated."""
+    from pyspark.sql import functions as F
+
+    names = spec.column_names
     corrupt = F.col(CORRUPT).isNotNull()
     quote_char = re.escape(spec.quote)
     quotes = F.size(F.split(F.col("value"), quote_char, -1)) - 1
@@ -620,23 +682,15 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
         spans = (last_line > F.col("line_number")) & ~(corrupt & (quotes % 2 == 1))
         detail = F.when(spans & detail.isNotNull(), F.format_string(
             "%s (a record on lines %d-%d)", detail, F.col("line_number"), last_line)).otherwise(detail)
-    rows = parsed.select(
-        F.lit(ds).alias("ds"),
-        F.lit(spec.name).alias("source"),
-        "source_file",
-        "line_number",
-        # bytes that are not UTF-8 are stored as U+FFFD: Parquet strings must be valid UTF-8
-        # (pyarrow/pandas refuse to read them otherwise); the landing file keeps the original bytes
-        F.make_valid_utf8(F.substring(F.col("value"), 1, RAW_MAX_CHARS)).alias("raw"),
-        reason.alias("reason"),
-        detail.alias("detail"),
-        record_id.alias("record_id"),
-        C.truth_entity_col(record_id, spec.truth_pattern).alias("truth_entity"),
-        *cleaned_cols,
-    )
+    return reason, detail
 
-    # -- duplicates: keep the first copy by (source_file, line_number) -----------------
-    ok = rows.filter(F.col("reason").isNull())
+
+def _mark_duplicates(ok):
+    """``ok`` (rows with no reason yet) with every copy of a record id after the
+    first by (source_file, line_number) marked ``duplicate_record_id``."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
     first = Window.partitionBy("record_id").orderBy("source_file", "line_number")
     rank = F.row_number().over(first)
     ok = (
@@ -645,7 +699,7 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
         .withColumn("_kept_line", F.first("line_number").over(first))
     )
     dup = F.col("_rank") > 1
-    ok = ok.withColumn("reason", F.when(dup, F.lit("duplicate_record_id"))).withColumn(
+    return ok.withColumn("reason", F.when(dup, F.lit("duplicate_record_id"))).withColumn(
         "detail",
         F.when(
             dup,
@@ -654,17 +708,6 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
             ),
         ),
     ).drop("_rank", "_kept_file", "_kept_line")
-    classified = rows.filter(F.col("reason").isNotNull()).unionByName(ok).persist(StorageLevel.MEMORY_AND_DISK)
-    return {
-        "classified": classified,
-        "rows_in": rows_in,
-        "blank_lines": blank_lines,
-        "bad_headers": bad_headers,
-        "fix_flags": fix_flags,
-        "cached": [*cached, classified],
-        "file_rows": file_rows,
-        "file_blank": file_blank,
-    }
 
 
 def _count(spark, uri: str) -> int:
@@ -722,118 +765,27 @@ def run(spark, args: argparse.Namespace, plan: dict[str, Any] | None = None,
     Raises:
         ConfigError, NoInputError, InvariantError: see the module's exit codes.
     """
-    from pyspark.sql import functions as F
-
     started = time.monotonic()
     progress = progress or Progress("cleanse")
     plan = plan or prepare(args, progress)
-    ds, config_path, sources = plan["ds"], plan["config_path"], plan["sources"]
-    landing, inputs, n_files, attr_types = plan["landing"], plan["inputs"], plan["n_files"], plan["attr_types"]
+    ds, sources, landing, inputs = plan["ds"], plan["sources"], plan["landing"], plan["inputs"]
 
     for key, value in JOB_CONF.items():
         spark.conf.set(key, value)
 
-    reasons = {r: 0 for r in C.QUARANTINE_REASONS}
-    fixed_by_rule = {r: 0 for r in C.FIX_RULES}
-    fixed_by_column: dict[str, dict[str, int]] = {}
-    by_source: dict[str, dict[str, Any]] = {}
+    tally = Tally(plan["n_files"])
     curated_parts, quarantine_parts, cached = [], [], []
-    totals = {"rows_in": 0, "blank": 0}
-    running = {"files": f"0/{n_files}", "read": 0, "curated": 0, "quarantined": 0}
-    files_done = 0
     try:
         for name, files in inputs.items():
             if not files:
-                by_source[name] = {"files": 0, "rows_in": 0, "rows_curated": 0, "rows_quarantined": 0}
+                tally.by_source[name] = {"files": 0, "rows_in": 0, "rows_curated": 0, "rows_quarantined": 0}
                 progress.say(f"source {name}: no file for {ds}")
                 continue
-            spec = sources[name]
-            t_source = time.monotonic()
-            result = classify_source(spark, spec, files, ds, landing, progress)
-            cached.extend(result["cached"])
-            classified = result["classified"]
-            flags = result["fix_flags"]
-            # One small row per (file, reason) (null = curated) with fix counts: the only collect.
-            agg = (
-                classified.groupBy("source_file", "reason")
-                .agg(F.count(F.lit(1)).alias("n"), *[F.sum(F.col(f).cast("long")).alias(f) for f in flags])
-                .collect()
-            )
-            src_curated = src_quarantined = 0
-            per_file: dict[str, dict[str, Any]] = {}
-            for row in agg:
-                counts = per_file.setdefault(relative_name(row["source_file"], landing),
-                                             {"curated": 0, "quarantined": 0, "by_reason": {}})
-                if row["reason"] is None:
-                    src_curated += int(row["n"])
-                    counts["curated"] += int(row["n"])
-                    for flag, (column, rule) in flags.items():
-                        hits = int(row[flag] or 0)
-                        fixed_by_rule[rule] = fixed_by_rule.get(rule, 0) + hits
-                        if hits:
-                            per_col = fixed_by_column.setdefault(f"{name}.{column}", {})
-                            per_col[rule] = per_col.get(rule, 0) + hits
-                else:
-                    src_quarantined += int(row["n"])
-                    counts["quarantined"] += int(row["n"])
-                    counts["by_reason"][row["reason"]] = counts["by_reason"].get(row["reason"], 0) + int(row["n"])
-                    reasons[row["reason"]] = reasons.get(row["reason"], 0) + int(row["n"])
-            progress.say(f"source {name}: classified", {
-                "files": len(files), "rows_in": result["rows_in"], "curated": src_curated,
-                "quarantined": src_quarantined, "blank_lines_skipped": result["blank_lines"]},
-                stage_seconds=time.monotonic() - t_source)
-            file_rows = {relative_name(k, landing): v for k, v in result["file_rows"].items()}
-            file_blank = {relative_name(k, landing): v for k, v in result["file_blank"].items()}
-            for rel in sorted(relative_name(p, landing) for p in files):
-                counts = per_file.get(rel, {"curated": 0, "quarantined": 0, "by_reason": {}})
-                files_done += 1
-                running["files"] = f"{files_done}/{n_files}"
-                running["read"] += file_rows.get(rel, 0)
-                running["curated"] += counts["curated"]
-                running["quarantined"] += counts["quarantined"]
-                progress.say(f"file {rel}", {
-                    "read": file_rows.get(rel, 0), "curated": counts["curated"], "quarantined": counts["quarantined"],
-                    "by_reason": dict(sorted(counts["by_reason"].items())), "blank": file_blank.get(rel, 0),
-                    **({} if rel in file_rows else {"empty": True}), "total": dict(running)})
-            by_source[name] = {
-                "files": len(files),
-                "rows_in": result["rows_in"],
-                "rows_curated": src_curated,
-                "rows_quarantined": src_quarantined,
-                "blank_lines_skipped": result["blank_lines"],
-                "bad_header_files": sorted(result["bad_headers"]),
-            }
-            totals["rows_in"] += result["rows_in"]
-            totals["blank"] += result["blank_lines"]
-            for path, problem in result["bad_headers"].items():
-                log.warning("  %s: %s: whole file quarantined: %s", name, relative_name(path, landing), problem)
-            if result["rows_in"] != src_curated + src_quarantined:
-                raise InvariantError(
-                    f"{name}: rows_in {result['rows_in']} != curated {src_curated} + quarantined {src_quarantined}"
-                )
-
-            good = classified.filter(F.col("reason").isNull())
-            curated_parts.append(
-                good.select(
-                    *CURATED_FIXED_HEAD,
-                    *[c.name for c in spec.attributes],
-                    *CURATED_FIXED_TAIL,
-                )
-            )
-            quarantine_parts.append(classified.filter(F.col("reason").isNotNull()).select(*QUARANTINE_COLUMNS))
-
-        curated_columns = [*CURATED_FIXED_HEAD, *attr_types, *CURATED_FIXED_TAIL]
-        curated = curated_parts[0] if curated_parts else None
-        for part in curated_parts[1:]:
-            curated = curated.unionByName(part, allowMissingColumns=True)
-        if curated is None:  # declared folders exist but hold no files with rows
-            ddl = ", ".join(
-                [f"{c} STRING" for c in CURATED_FIXED_HEAD]
-                + [f"`{c}` {t.upper()}" for c, t in attr_types.items()]
-                + ["ds STRING", "source_file STRING", "line_number BIGINT"]
-            )
-            curated = spark.createDataFrame([], ddl)
-        curated = curated.select(*curated_columns)
+            curated_part, quarantine_part = _cleanse_source(spark, sources[name], files, ds, landing, progress,
+                                                            tally, cached)
+            curated_parts.append(curated_part)
+            quarantine_parts.append(quarantine_part)
+        curated = _curated_frame(spark, curated_parts, plan["attr_types"])
         quarantine = spark.createDataFrame([], QUARANTINE_DDL)
         for part in quarantine_parts:
             quarantine = quarantine.unionByName(part)
@@ -848,43 +800,181 @@ def run(spark, args: argparse.Namespace, plan: dict[str, Any] | None = None,
         for frame in cached:
             frame.unpersist()
 
-    expected_curated = sum(s["rows_curated"] for s in by_source.values())
-    expected_quarantined = sum(s["rows_quarantined"] for s in by_source.values())
-    if (rows_curated, rows_quarantined) != (expected_curated, expected_quarantined):
-        raise InvariantError(
-            f"written counts (curated {rows_curated}, quarantined {rows_quarantined}) differ from "
-            f"classified counts ({expected_curated}, {expected_quarantined})"
-        )
-    if totals["rows_in"] != rows_curated + rows_quarantined:
-        raise InvariantError(
-            f"rows_in {totals['rows_in']} != rows_curated {rows_curated} + rows_quarantined {rows_quarantined}"
-        )
-
+    tally.check_written(rows_curated, rows_quarantined)
     metrics = {
         "ds": ds,
         "sources": sorted(inputs),
-        "files": n_files,
-        "rows_in": totals["rows_in"],
+        "files": plan["n_files"],
+        "rows_in": tally.rows_in,
         "rows_curated": rows_curated,
         "rows_quarantined": rows_quarantined,
-        "quarantined_by_reason": reasons,
-        "fixed_by_rule": fixed_by_rule,
-        "fixed_by_column": fixed_by_column,
-        "blank_lines_skipped": totals["blank"],
-        "by_source": by_source,
+        "quarantined_by_reason": tally.reasons,
+        "fixed_by_rule": tally.fixed_by_rule,
+        "fixed_by_column": tally.fixed_by_column,
+        "blank_lines_skipped": tally.blank,
+        "by_source": tally.by_source,
         "landing": str(landing),
         "curated": args.curated,
         "quarantine": args.quarantine,
-        "sources_config": str(config_path),
+        "sources_config": str(plan["config_path"]),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "seconds": round(time.monotonic() - started, 3),
     }
     atomic_write_json(Path(args.metrics).expanduser().resolve(), metrics)
-    progress.say("done", ds=ds, files=n_files, rows_in=metrics["rows_in"], curated=rows_curated,
-                 quarantined=rows_quarantined, by_reason={k: v for k, v in reasons.items() if v},
-                 fixed_by_rule={k: v for k, v in fixed_by_rule.items() if v}, blank_lines_skipped=totals["blank"],
+    progress.say("done", ds=ds, files=plan["n_files"], rows_in=metrics["rows_in"], curated=rows_curated,
+                 quarantined=rows_quarantined, by_reason={k: v for k, v in tally.reasons.items() if v},
+                 fixed_by_rule={k: v for k, v in tally.fixed_by_rule.items() if v}, blank_lines_skipped=tally.blank,
                  metrics=args.metrics)
     return metrics
+
+
+class Tally:
+    """The job's counts as its sources are classified: what ``metrics.json`` reports
+    (``reasons``, ``fixed_by_rule``, ``fixed_by_column``, ``by_source``,
+    ``rows_in``, ``blank``), and the running total of the per-file progress lines."""
+
+    def __init__(self, n_files: int) -> None:
+        self.n_files = n_files
+        self.reasons: dict[str, int] = {r: 0 for r in C.QUARANTINE_REASONS}
+        self.fixed_by_rule: dict[str, int] = {r: 0 for r in C.FIX_RULES}
+        self.fixed_by_column: dict[str, dict[str, int]] = {}
+        self.by_source: dict[str, dict[str, Any]] = {}
+        self.rows_in = self.blank = self.files_done = 0
+        self.running: dict[str, Any] = {"files": f"0/{n_files}", "read": 0, "curated": 0, "quarantined": 0}
+
+    def add_counts(self, name: str, agg: list, flags: dict[str, tuple[str, str]],
+                   landing: Path | None) -> tuple[dict[str, dict[str, Any]], int, int]:
+        """Add one source's ``(source_file, reason, n, fix flags...)`` rows.
+
+        Returns:
+            ``(per file relative to landing: {"curated", "quarantined",
+            "by_reason"}, curated rows, quarantined rows)`` of the source.
+        """
+        curated = quarantined = 0
+        per_file: dict[str, dict[str, Any]] = {}
+        for row in agg:
+            counts = per_file.setdefault(relative_name(row["source_file"], landing),
+                                         {"curated": 0, "quarantined": 0, "by_reason": {}})
+            n = int(row["n"])
+            if row["reason"] is None:
+                curated += n
+                counts["curated"] += n
+                for flag, (column, rule) in flags.items():
+                    hits = int(row[flag] or 0)
+                    self.fixed_by_rule[rule] = self.fixed_by_rule.get(rule, 0) + hits
+                    if hits:
+                        per_col = self.fixed_by_column.setdefault(f"{name}.{column}", {})
+                        per_col[rule] = per_col.get(rule, 0) + hits
+            else:
+                quarantined += n
+                counts["quarantined"] += n
+                counts["by_reason"][row["reason"]] = counts["by_reason"].get(row["reason"], 0) + n
+                self.reasons[row["reason"]] = self.reasons.get(row["reason"], 0) + n
+        return per_file, curated, quarantined
+
+    def file_done(self, read: int, counts: dict[str, Any]) -> dict[str, Any]:
+        """Count one more landing file; returns the running total after it."""
+        self.files_done += 1
+        self.running["files"] = f"{self.files_done}/{self.n_files}"
+        self.running["read"] += read
+        self.running["curated"] += counts["curated"]
+        self.running["quarantined"] += counts["quarantined"]
+        return dict(self.running)
+
+    def check_written(self, rows_curated: int, rows_quarantined: int) -> None:
+        """The counts read back from Parquet against the classified ones and ``rows_in``.
+
+        Raises:
+            InvariantError: they differ (exit 4).
+        """
+        expected_curated = sum(s["rows_curated"] for s in self.by_source.values())
+        expected_quarantined = sum(s["rows_quarantined"] for s in self.by_source.values())
+        if (rows_curated, rows_quarantined) != (expected_curated, expected_quarantined):
+            raise InvariantError(
+                f"written counts (curated {rows_curated}, quarantined {rows_quarantined}) differ from "
+                f"classified counts ({expected_curated}, {expected_quarantined})"
+            )
+        if self.rows_in != rows_curated + rows_quarantined:
+            raise InvariantError(
+                f"rows_in {self.rows_in} != rows_curated {rows_curated} + rows_quarantined {rows_quarantined}"
+            )
+
+
+def _cleanse_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing: Path, progress: Progress,
+                    tally: Tally, cached: list):
+    """Classify one source (:func:`classify_source`), count it into ``tally``
+    with one small collect, say its and its files' progress lines, and check
+    its row invariant. The DataFrames to unpersist are added to ``cached``.
+
+    Returns:
+        ``(curated part, quarantine part)`` DataFrames of the source.
+
+    Raises:
+        SchemaDriftError, InvariantError: see the module's exit codes.
+    """
+    from pyspark.sql import functions as F
+
+    name = spec.name
+    t_source = time.monotonic()
+    result = classify_source(spark, spec, files, ds, landing, progress)
+    cached.extend(result["cached"])
+    classified = result["classified"]
+    flags = result["fix_flags"]
+    # One small row per (file, reason) (null = curated) with fix counts: the only collect.
+    agg = (
+        classified.groupBy("source_file", "reason")
+        .agg(F.count(F.lit(1)).alias("n"), *[F.sum(F.col(f).cast("long")).alias(f) for f in flags])
+        .collect()
+    )
+    per_file, src_curated, src_quarantined = tally.add_counts(name, agg, flags, landing)
+    progress.say(f"source {name}: classified", {
+        "files": len(files), "rows_in": result["rows_in"], "curated": src_curated,
+        "quarantined": src_quarantined, "blank_lines_skipped": result["blank_lines"]},
+        stage_seconds=time.monotonic() - t_source)
+    file_rows = {relative_name(k, landing): v for k, v in result["file_rows"].items()}
+    file_blank = {relative_name(k, landing): v for k, v in result["file_blank"].items()}
+    for rel in sorted(relative_name(p, landing) for p in files):
+        counts = per_file.get(rel, {"curated": 0, "quarantined": 0, "by_reason": {}})
+        total = tally.file_done(file_rows.get(rel, 0), counts)
+        progress.say(f"file {rel}", {
+            "read": file_rows.get(rel, 0), "curated": counts["curated"], "quarantined": counts["quarantined"],
+            "by_reason": dict(sorted(counts["by_reason"].items())), "blank": file_blank.get(rel, 0),
+            **({} if rel in file_rows else {"empty": True}), "total": total})
+    tally.by_source[name] = {
+        "files": len(files),
+        "rows_in": result["rows_in"],
+        "rows_curated": src_curated,
+        "rows_quarantined": src_quarantined,
+        "blank_lines_skipped": result["blank_lines"],
+        "bad_header_files": sorted(result["bad_headers"]),
+    }
+    tally.rows_in += result["rows_in"]
+    tally.blank += result["blank_lines"]
+    for path, problem in result["bad_headers"].items():
+        log.warning("  %s: %s: whole file quarantined: %s", name, relative_name(path, landing), problem)
+    if result["rows_in"] != src_curated + src_quarantined:
+        raise InvariantError(
+            f"{name}: rows_in {result['rows_in']} != curated {src_curated} + quarantined {src_quarantined}"
+        )
+    good = classified.filter(F.col("reason").isNull())
+    curated = good.select(*CURATED_FIXED_HEAD, *[c.name for c in spec.attributes], *CURATED_FIXED_TAIL)
+    return curated, classified.filter(F.col("reason").isNotNull()).select(*QUARANTINE_COLUMNS)
+
+
+def _curated_frame(spark, parts: list, attr_types: dict[str, str]):
+    """The sources' curated parts as one DataFrame with the job's column order
+    (an empty one of the same schema when no source had a row)."""
+    curated = parts[0] if parts else None
+    for part in parts[1:]:
+        curated = curated.unionByName(part, allowMissingColumns=True)
+    if curated is None:  # declared folders exist but hold no files with rows
+        ddl = ", ".join(
+            [f"{c} STRING" for c in CURATED_FIXED_HEAD]
+            + [f"`{c}` {t.upper()}" for c, t in attr_types.items()]
+            + ["ds STRING", "source_file STRING", "line_number BIGINT"]
+        )
+        curated = spark.createDataFrame([], ddl)
+    return curated.select(*CURATED_FIXED_HEAD, *attr_types, *CURATED_FIXED_TAIL)
 
 
 def _setup_logging() -> None:

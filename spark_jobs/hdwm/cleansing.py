@@ -44,8 +44,7 @@ import re
 from datetime import date
 from typing import Any, Callable
 
-from sourcecontract import (  # noqa: F401 - the declaration vocabulary, re-exported for the job and tests
-    COLUMN_TYPES,
+from sourcecontract import (
     DATE_FORMATS,
     DEFAULT_DATE_FORMATS,
     PHONE_MAX_DIGITS,
