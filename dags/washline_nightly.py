@@ -22,9 +22,11 @@ Params: `input_folder` (landing root inside the data root), `staging_conn_id`
 (the target database's Airflow connection), `staging_schema` (empty = default), `profile` (linkage profile in
 `include/config/`), `entity_registry` (default true: link the night against the published entity registry;
 false: link it in isolation, with per-night cluster ids, no `lake/entities` version, no entity tables staged or
-published and no markers), `rebuild` (relink the whole registry history in one batch instead of the night
-against the previous version; the changes against the published state are recorded as merges and splits;
-needs `entity_registry`).
+published and no markers), `rebuild` (the link job's `--rebuild`: relink the whole history of the published
+version the night follows together with the night in one batch, instead of only the night and its
+neighbourhood; the differences against that version are recorded as merges and splits and published through
+the same checks; the summary gives the rebuild's pairwise F1 against the incremental entities; needs
+`entity_registry`).
 """
 
 from __future__ import annotations
@@ -95,7 +97,7 @@ DAG_ID = "washline_nightly"
             description=("Relink every reference of the entity registry plus this night in one batch "
                          "(link.py --rebuild) and publish the result as recorded merges and splits; "
                          "the summary reports its pairwise F1 against the incremental partition. "
-                         "Needs entity_registry=true; refused while spark_jobs/link.py has no --rebuild option."),
+                         "Needs entity_registry=true."),
         ),
     },
 )

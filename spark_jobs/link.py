@@ -1,7 +1,7 @@
 """spark-submit entry point: link one day's curated references with HDWM.
 
     spark-submit spark_jobs/link.py --curated DIR --out DIR --ds YYYY-MM-DD \
-        --profile NAME_OR_PATH [--checkpoint-dir DIR] [--registry DIR] \
+        --profile NAME_OR_PATH [--checkpoint-dir DIR] [--registry DIR [--rebuild]] \
         [--source-col source] [--decisions FILE] [--landing DIR]
 
 Input ``--curated``: Parquet of cleansed references with ``record_id``
@@ -20,7 +20,14 @@ registry version ``ds=<ds>`` is written (members, entities, changes,
 frequencies, ``_COMPLETE.json``). A date after a published one, or one whose
 predecessor (a date with ``lake/curated/<p>`` or, with ``--landing``,
 ``landing/<source>/<p>``) was neither published nor rejected, is refused.
-``--decisions`` (default ``$WASHLINE_DATA/decisions/decisions.csv`` if it
+``--rebuild`` (needs ``--registry``): a full rebuild instead of an incremental
+night: every member of that base version and the night's references are
+relinked in one batch (``hdwm.incremental.rebuild_night``), and version
+``ds=<ds>`` records every difference against the base as new, grow, merge
+and split rows; ``_COMPLETE.json`` gets ``rebuild`` (the pairwise precision,
+recall and F1 of the rebuilt clusters against the base's incremental
+entities, over the base's references) and ``rebuild_f1``. The same refusals
+apply. ``--decisions`` (default ``$WASHLINE_DATA/decisions/decisions.csv`` if it
 exists): must_link / cannot_link pairs that always hold.
 
 Output (all overwritten on rerun):
@@ -53,7 +60,10 @@ profile, unusable input (no record_id/source column, a bad source name,
 duplicate (source, record_id)), a registry refusal, an incomplete base
 version, a bad decisions file, or a transitive closure that did not converge
 within the profile's ``ccMaxRounds`` (the same input and profile would fail the
-same way on a retry); 1 on any other error (raised after logging).
+same way on a retry); 1 on any other error (raised after logging). On exit 2
+the one-line message is also written to ``<out>/metrics.error.json``
+(``{"exit_code": 2, "error": "..."}``, atomically; deleted when the job
+starts), where the Airflow operator reads it for the run summary.
 """
 
 from __future__ import annotations
@@ -75,7 +85,7 @@ except ImportError:  # run as a plain script from the repo
 
     _HDWM_FROM_SCRIPT_DIR = True
 
-from jobcontract import EXIT_CONFIG, EXIT_OK, pyfiles_zip, validate_ds, write_json_atomic
+from jobcontract import EXIT_CONFIG, EXIT_OK, error_path, pyfiles_zip, validate_ds, write_json_atomic
 
 META_COLUMNS = ("record_id", "source", "truth_entity", "ds", "source_file", "line_number")
 
@@ -136,7 +146,7 @@ def attributes_map(df):
 
 def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str | None = None, spark=None, *,
         registry: str | None = None, source_col: str = "source", decisions: str | None = None,
-        landing: str | None = None, neighbourhood: str = "pair_key") -> dict:
+        landing: str | None = None, neighbourhood: str = "pair_key", rebuild: bool = False) -> dict:
     """Link ``curated`` into ``out``; returns the metrics dict written to metrics.json.
 
     Progress: one ``[link] <stage>: key=value ... (stage Xs; Ys since start)``
@@ -156,8 +166,12 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
     ``$WASHLINE_DATA/decisions/decisions.csv`` if present) holds must-link /
     cannot-link pairs that always hold. ``neighbourhood`` is passed to
     ``hdwm.incremental.link_night`` (``block_key`` or ``token``; benchmarks only).
+    ``rebuild`` (needs ``registry``): relink the base version's every member
+    with the night in one batch (``hdwm.incremental.rebuild_night``); the
+    registry stages are then recount, rebuild link and id assignment.
 
     Raises:
+        ValueError: ``rebuild`` without ``registry``.
         hdwm.config.ProfileError: unknown or invalid profile.
         LinkInputError: no ``record_id``/source column, a bad source name, or
             duplicate (source, record_id).
@@ -167,14 +181,17 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
     """
     from hdwm.progress import Progress, activate
 
+    if rebuild and not registry:
+        raise ValueError("rebuild needs the entity registry (--registry): it relinks the registry's history")
     progress = Progress("link")
     with activate(progress):
         return _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, registry=registry,
-                    source_col=source_col, decisions=decisions, landing=landing, neighbourhood=neighbourhood)
+                    source_col=source_col, decisions=decisions, landing=landing, neighbourhood=neighbourhood,
+                    rebuild=rebuild)
 
 
 def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, registry, source_col, decisions,
-         landing, neighbourhood) -> dict:
+         landing, neighbourhood, rebuild=False) -> dict:
     """``run``'s body, saying its stages on ``progress``."""
     from pyspark.sql import functions as F
 
@@ -196,7 +213,8 @@ def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, reg
     own_ckpt = checkpoint_dir is None
     ckpt = checkpoint_dir or os.path.join(out, "_checkpoint")
     progress.say("start", ds=ds, curated=curated, out=out, profile=profile.name, checkpoint=ckpt,
-                 registry=registry or "none", base_ds=base_ds or "none", decisions=decisions or "none")
+                 registry=registry or "none", base_ds=base_ds or "none", decisions=decisions or "none",
+                 **({"mode": "full rebuild"} if rebuild else {}))
     if spark is None:
         spark = get_spark(f"washline-link-{ds}")
         # Spark's INFO lines would bury the job's story in the Airflow task log (as in cleanse.py)
@@ -244,7 +262,7 @@ def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, reg
         if registry:
             links, metrics, registry_counts, pairs = _link_with_registry(
                 spark, refs, registry, ds, base_ds, profile, must, cannot, ckpt, t0, read_version, clear_markers,
-                write_version, neighbourhood)
+                write_version, neighbourhood, rebuild=rebuild)
         else:
             with progress.stage("link") as said:
                 links, metrics, pairs = _link_alone(spark, refs, ds, profile, must, cannot, ckpt,
@@ -327,16 +345,21 @@ def _link_alone(spark, refs, ds, profile, must, cannot, ckpt, unique_ids: bool):
 
 
 def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, cannot, ckpt, t0, read_version,
-                        clear_markers, write_version, neighbourhood="pair_key"):
-    """Link the night against registry version ``base_ds`` and write version ``ds``."""
+                        clear_markers, write_version, neighbourhood="pair_key", rebuild=False):
+    """Link the night against registry version ``base_ds`` (or, with
+    ``rebuild``, relink that version's history with the night in one batch)
+    and write version ``ds``."""
     from pyspark.sql import functions as F
 
-    from hdwm.incremental import link_night
+    from hdwm.incremental import link_night, rebuild_night
     from hdwm.metrics import pairwise_metrics
 
     base = read_version(spark, registry, base_ds)
     night = refs.drop("ref_key")
-    res = link_night(spark, base, night, ds, profile, must, cannot, ckpt, neighbourhood=neighbourhood)
+    if rebuild:
+        res = rebuild_night(spark, base, night, ds, profile, must, cannot, ckpt)
+    else:
+        res = link_night(spark, base, night, ds, profile, must, cannot, ckpt, neighbourhood=neighbourhood)
     links = res.links.join(refs.select("ref_key", "source", "record_id"), "ref_key").select(
         "source", "record_id", F.col("entity_id").alias("cluster_id"), "iteration", "mu", "quality",
         F.col("member_count").cast("int").alias("cluster_size")).localCheckpoint(eager=True)
@@ -346,6 +369,9 @@ def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, canno
         "seconds": None, "profile": profile.name,
         "neighbourhood_references": res.counts["neighbourhood_references"],
         "resent_references": res.counts["resent_references"]}
+    if rebuild:
+        complete["rebuild"] = res.counts["rebuild"]
+        complete["rebuild_f1"] = res.counts["rebuild"]["f1"]
     clear_markers(registry, ds)
     complete["seconds"] = round(time.time() - t0, 2)
     write_version(registry, ds, res.members, res.entities, res.changes, res.frequencies, complete)
@@ -358,6 +384,23 @@ def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, canno
     return links, metrics, complete, res.pairs
 
 
+def error_file(out: str) -> Path:
+    """Where a refused or permanently failed run leaves its one-line error:
+    ``<out>/metrics.error.json`` (``jobcontract.error_path`` of ``metrics.json``)."""
+    return error_path(Path(out) / "metrics.json")
+
+
+def _fail(out: str, message: str, code: int = EXIT_CONFIG) -> int:
+    """Print ``[link] error: <message>`` to stderr, write it to
+    ``metrics.error.json`` (``{"exit_code", "error"}``) and return ``code``."""
+    print(f"[link] error: {message}", file=sys.stderr)
+    try:
+        write_json_atomic(error_file(out), {"exit_code": code, "error": message})
+    except OSError as err:  # the exit code and the task log still tell the story
+        print(f"[link] warning: could not write {error_file(out)}: {err}", file=sys.stderr)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="washline HDWM link job")
     ap.add_argument("--curated", required=True, help="Parquet folder of cleansed references")
@@ -366,6 +409,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="default", help="profile name (include/config/<name>.yaml) or YAML path")
     ap.add_argument("--checkpoint-dir", default=None)
     ap.add_argument("--registry", default=None, help="entity registry root (lake/entities): link incrementally")
+    ap.add_argument("--rebuild", action="store_true",
+                    help="with --registry: relink the base version's whole history with the night in one batch")
     ap.add_argument("--source-col", default="source", help="column naming the source of a reference")
     ap.add_argument("--decisions", default=None,
                     help="must_link/cannot_link CSV (default $WASHLINE_DATA/decisions/decisions.csv if present)")
@@ -376,21 +421,21 @@ def main(argv: list[str] | None = None) -> int:
     from hdwm.incremental import DecisionsError
     from hdwm.registry import RegistryError, RegistryOrderError
 
+    error_file(a.out).unlink(missing_ok=True)  # never report a previous attempt's error
     try:
         validate_ds(a.ds, "--ds")
     except ValueError as exc:
-        print(f"[link] error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return _fail(a.out, str(exc))
+    if a.rebuild and not a.registry:
+        return _fail(a.out, "--rebuild needs --registry (a rebuild relinks the entity registry's history)")
     try:
         run(a.curated, a.out, a.ds, a.profile, a.checkpoint_dir, registry=a.registry, source_col=a.source_col,
-            decisions=a.decisions, landing=a.landing)
+            decisions=a.decisions, landing=a.landing, rebuild=a.rebuild)
     except (ProfileError, LinkInputError, RegistryOrderError, RegistryError, DecisionsError) as exc:
-        print(f"[link] error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return _fail(a.out, str(exc))
     except ClosureDidNotConverge as exc:  # deterministic: a retry of the same input would fail the same way
-        print(f"[link] error: {exc} (the profile's ccMaxRounds); the night is not published: raise ccMaxRounds "
-              f"in the profile or look for an oversized component", file=sys.stderr)
-        return EXIT_CONFIG
+        return _fail(a.out, f"{exc} (the profile's ccMaxRounds); the night is not published: raise ccMaxRounds "
+                            f"in the profile or look for an oversized component")
     return EXIT_OK
 
 

@@ -82,24 +82,22 @@ def registry_arguments(paths: RunPaths, rebuild: bool = False) -> list[str]:
     return args
 
 
-def link_mode(params: Any, link_job: Path | None = None) -> dict[str, bool]:
+def link_mode(params: Any) -> dict[str, bool]:
     """Whether this run's link job uses the entity registry and rebuilds it.
 
     Params: ``entity_registry`` (default true: link the night against the
     latest published registry version; false: link it in isolation, with
     per-night cluster ids, no ``lake/entities`` version and no entity tables
-    staged or published) and ``rebuild`` (default false: relink the whole
-    history). ``link_job`` defaults to ``spark_jobs/link.py``; it is read (as
-    text, never imported) only when a rebuild is requested, because that job
-    has no ``--rebuild`` option yet.
+    staged or published) and ``rebuild`` (default false; true: the link job's
+    ``--rebuild``, which relinks the base version's whole history with the
+    night in one batch and records the differences as merges and splits).
 
     Returns:
         ``{"registry": bool, "rebuild": bool}`` for :func:`job_arguments`.
 
     Raises:
-        ParamError: ``entity_registry`` or ``rebuild`` is not a boolean;
-            ``rebuild=true`` with ``entity_registry=false``; or ``rebuild=true``
-            while the link job has no ``--rebuild`` option.
+        ParamError: ``entity_registry`` or ``rebuild`` is not a boolean, or
+            ``rebuild=true`` with ``entity_registry=false``.
     """
     registry = params.get("entity_registry", True)
     rebuild = params.get("rebuild", False)
@@ -109,19 +107,7 @@ def link_mode(params: Any, link_job: Path | None = None) -> dict[str, bool]:
     if rebuild and not registry:
         raise ParamError("Param rebuild=true needs entity_registry=true: a rebuild relinks the entity registry's "
                          "whole history, and entity_registry=false links the night in isolation")
-    if rebuild and not _declares_option(Path(link_job or SPARK_JOBS / "link.py"), "--rebuild"):
-        raise ParamError("Param rebuild=true, but spark_jobs/link.py has no --rebuild option: run the full "
-                         "rebuild with `python -m hdwm.registry rebuild` (spark_jobs/hdwm/registry.py)")
     return {"registry": registry, "rebuild": rebuild}
-
-
-def _declares_option(job: Path, flag: str) -> bool:
-    """Whether the job's source mentions ``flag`` as a quoted option string."""
-    try:
-        text = job.read_text(encoding="utf-8")
-    except OSError:
-        return False
-    return re.search(rf"""["']{re.escape(flag)}["']""", text) is not None
 
 
 def landing_files(paths: RunPaths) -> list[Path]:

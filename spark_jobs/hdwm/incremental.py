@@ -548,6 +548,86 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
 
 
 
+def rebuild_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds: str,
+                  profile: LinkageProfile | str = "default", must: DataFrame | None = None,
+                  cannot: DataFrame | None = None, checkpoint_dir: str | None = None) -> NightResult:
+    """Full rebuild on a night: relink every member of ``base`` together with
+    ``night`` in one batch (the same engine and profile), and build version
+    ``ds`` from it as a night would (``assign_and_build``: ids kept by the
+    same rules, every difference against ``base`` recorded as ``new``,
+    ``grow``, ``merge`` or ``split`` rows).
+
+    Token frequencies are recounted over the whole population (a reference
+    sent again counts with the night's text); nothing is carried over.
+
+    Args:
+        base: the published version the night follows (may be the empty registry).
+        night: as ``link_night``: (``source``, ``record_id``, ``text``,
+            ``attributes``[, ``truth_entity``]), (source, record_id) unique.
+
+    Returns:
+        ``NightResult`` as ``link_night``. ``counts`` also holds
+        ``neighbourhood_references`` (every base reference not sent again: the
+        whole history is relinked), ``linked_references``, ``resent_references``
+        and ``rebuild``: ``{"compared_references", "precision", "recall", "f1",
+        "tp", "predicted_pairs", "true_pairs", "rebuilt_clusters"}``, the
+        pairwise agreement of the rebuilt clusters with the base's
+        (incremental) entities over the base's references, the base entities
+        taken as the truth (``hdwm.metrics.pairwise_metrics``; the night's new
+        references have no incremental entity to compare with; precision,
+        recall and F1 are None when a side has no pair, e.g. an empty base).
+
+    Raises:
+        ValueError: duplicate (source, record_id) in the night.
+    """
+    from .metrics import pairwise_metrics
+
+    t0 = time.time()
+    profile = load_profile(profile)
+    night = _freeze(night.withColumn("ref_key", ref_key_col()))
+    row = night.agg(F.count(F.lit(1)).alias("n"), F.countDistinct("ref_key").alias("d")).first()
+    if row["n"] != row["d"]:
+        raise ValueError(f"(source, record_id) is not unique in the night: {row['n']} rows, {row['d']} distinct")
+    n_night = int(row["n"])
+    base_mem = _freeze(base.members.withColumn("ref_key", ref_key_col()))
+    kept = base_mem.join(night.select("ref_key"), "ref_key", "left_anti")
+    n_kept = kept.count()
+    n_resent = base_mem.count() - n_kept
+    truth = "truth_entity" in night.columns
+    cols = ["ref_key", "text"] + (["truth_entity"] if truth else [])
+    everyone = night.select(*cols).unionByName(
+        kept.select("ref_key", "text", *([F.lit(None).cast("string").alias("truth_entity")] if truth else [])))
+    everyone = _freeze(everyone)
+    n_total = n_night + n_kept
+    freq = _freeze(raw_frequencies(everyone.select("ref_key", "text"), profile))
+    _say("registry: rebuild: token frequencies recounted", {
+        "ds": ds, "night": n_night, "sent_again": n_resent, "registry": n_kept + n_resent, "N": n_total,
+        "distinct_tokens": freq.count()}, time.time() - t0)
+    t_stage = time.time()
+    clusters, emetrics, pairs = engine_link(spark, everyone, profile, freq, n_total, must, cannot, checkpoint_dir)
+    clusters = _freeze(enforce_decisions(clusters, must, cannot))
+    _say("registry: rebuild: link", {"references": n_total, "clusters": emetrics.get("clusters"),
+                                     "iterations": len(emetrics.get("iterations") or [])}, time.time() - t_stage)
+    t_stage = time.time()
+    cmp_rows = base_mem.select("ref_key", "entity_id").join(
+        clusters.select("ref_key", F.col("cluster").alias("rebuilt_cluster")), "ref_key")
+    cmp = pairwise_metrics(cmp_rows, cluster_col="rebuilt_cluster", truth_col="entity_id") or \
+        {"precision": None, "recall": None, "f1": None, "tp": 0, "predicted_pairs": 0, "true_pairs": 0}
+    res = assign_and_build(spark, base, clusters, night, ds, profile)
+    res.frequencies = freq
+    res.engine_metrics = emetrics
+    res.pairs = pairs
+    res.counts.update({
+        "neighbourhood_references": n_kept, "linked_references": n_total, "resent_references": n_resent,
+        "rebuild": {"compared_references": n_kept + n_resent, **cmp,
+                    "rebuilt_clusters": clusters.select("cluster").distinct().count()}})
+    _say("registry: rebuild: id assignment", {
+        **{k: res.counts[k] for k in ("night_references", "new_references", "joined_existing", "new_entities",
+                                      "grows", "merges", "splits", "entities_total", "references_total")},
+        "f1_vs_incremental": cmp.get("f1") if cmp.get("f1") is not None else "n/a"}, time.time() - t_stage)
+    return res
+
+
 def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
                          profile: LinkageProfile, neighbourhood: str = "pair_key") -> DataFrame:
     """Registry references that could share a block with a night reference.

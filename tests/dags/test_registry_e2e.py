@@ -7,7 +7,11 @@ Asserted: ``entity_members`` holds every reference of both nights once, keyed
 by (source, record_id); night 1's entity ids survive night 2; the entity
 partition agrees with the FEBRL truth (pairwise F1); a rerun of night 2 leaves
 ``entity_members`` (and ``entities``, ``entity_changes``) identical; relinking
-night 1 after night 2 was published is refused without retries, naming night 2.
+night 1 after night 2 was published is refused without retries, and the run
+summary quotes the link job's refusal naming night 2; night 3 (a hundred more
+part-B references) run with the Param ``rebuild=true`` relinks the whole history
+with the night in one batch, publishes it through the same checks and reports
+its pairwise F1 against the incremental entities.
 
 The inputs are the FEBRL4 entities numbered below ``ENTITIES`` (both parts), so
 the test stays within a few minutes on two shared cores; the full 10,000-record
@@ -33,8 +37,9 @@ pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-D1, D2 = "2025-01-01", "2025-01-02"
+D1, D2, D3 = "2025-01-01", "2025-01-02", "2025-01-03"
 ENTITIES = 1000  # FEBRL4 entity numbers 0..999: ~1,000 references per night
+NIGHT3 = range(1000, 1100)  # the rebuild night: part B of entities 1000..1099 (no part A in the registry)
 F1_FLOOR = 0.95
 KEPT_IDS_FLOOR = 0.99
 
@@ -43,15 +48,15 @@ def entity(rec_id: str) -> int:
     return int(rec_id.split("-")[1])
 
 
-def land(env: dict, data: Path, dataset: str, ds: str) -> set[str]:
-    """Land the data set the product's way, keep the entities below ENTITIES."""
+def land(env: dict, data: Path, dataset: str, ds: str, keep=range(ENTITIES)) -> set[str]:
+    """Land the data set the product's way, keep the entities numbered in ``keep``."""
     subprocess.run([sys.executable, "-m", "washline.demo", "land", "--dataset", dataset, "--ds", ds, "--exclusive"],
                    env=env, check=True, capture_output=True, text=True)
     kept: set[str] = set()
     for path in sorted((data / "landing" / dataset / ds).glob("*.csv")):
         with path.open(newline="", encoding="utf-8") as fh:
             rows = list(csv.reader(fh))
-        body = [r for r in rows[1:] if entity(r[0]) < ENTITIES]
+        body = [r for r in rows[1:] if entity(r[0]) in keep]
         kept.update(r[0] for r in body)
         tmp = path.with_suffix(".tmp")
         with tmp.open("w", newline="", encoding="utf-8") as fh:
@@ -84,10 +89,11 @@ def world(tmp_path_factory):
     return {"env": env, "data": data, "ids": ids}
 
 
-def dags_test(world: dict, ds: str, attempt: str) -> tuple[int, dict, str]:
+def dags_test(world: dict, ds: str, attempt: str, conf: dict | None = None) -> tuple[int, dict, str]:
     log = world["data"] / f"dags-test-{ds}-{attempt}.log"
     with log.open("w") as fh:
-        proc = subprocess.run([str(BIN / "airflow"), "dags", "test", "washline_nightly", ds],
+        proc = subprocess.run([str(BIN / "airflow"), "dags", "test", "washline_nightly", ds,
+                               *(["-c", json.dumps(conf)] if conf else [])],
                               env=world["env"], stdout=fh, stderr=subprocess.STDOUT, timeout=1800)
     summary = json.loads((world["data"] / "lake" / "reports" / ds / "run_summary.json").read_text())
     return proc.returncode, summary, log.read_text()
@@ -167,5 +173,28 @@ def test_relinking_night_1_after_night_2_is_refused(world, nights):
     rc, summary, log = dags_test(world, D1, "refused")
     assert rc != 0 and not summary["published"]
     because = " ".join(summary["not_published_because"])
-    assert "link failed permanently (spark-submit exit 2" in because and D2 in log, because
+    # the summary quotes the link job's own refusal (metrics.error.json), not "see the task log"
+    assert (f"link failed permanently (spark-submit exit 2): ds {D1} is before the published ds {D2}: "
+            "relinking it would fork the registry") in because, because
     assert registry_tables(world) == before
+
+
+def test_rebuild_param_relinks_the_history_and_publishes_it(world, nights):
+    """Night 3 with rebuild=true: night 2's published state and the night relinked in one batch."""
+    before = registry_tables(world)
+    night3 = land(world["env"], world["data"], "febrl4b", D3, keep=NIGHT3)
+    rc, summary, log = dags_test(world, D3, "rebuild", conf={"rebuild": True})
+    assert rc == 0 and summary["published"], log[-6000:]
+    reg = summary["registry"]
+    assert reg["rebuild"] is True and reg["base_ds"] == D2 and reg["night_references"] == len(night3)
+    assert 0.95 <= reg["rebuild_f1"] <= 1.0, reg  # the batch agrees with the incremental entities
+    after = registry_tables(world)
+    members = after["entity_members"]
+    assert len(members) == len(before["entity_members"]) + len(night3) == reg["references_total"]
+    assert pairwise_f1(members) >= F1_FLOOR
+    # every id that vanished is named by one of night 3's merge or split rows
+    gone = {e[0] for e in before["entities"]} - {e[0] for e in after["entities"]}
+    named = {i for c in after["entity_changes"] if c[0] == D3 and c[2] in ("merge", "split")
+             for i in c[3].split(",")}
+    assert gone <= named
+    assert "full rebuild" in log and "rebuild vs incremental pairwise F1" in log

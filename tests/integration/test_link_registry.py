@@ -398,3 +398,55 @@ def test_decisions_hold_through_the_link_job(spark, tmp_path):
     assert ids[("crm", "c3")] == ids[("crm", "c5")]
     ents = pd.read_parquet(reg / "ds=2024-01-01" / "entities")
     assert ents["member_count"].sum() == 5 and len(ents) == 4
+
+
+def test_link_job_rebuild_relinks_the_history_with_the_night(spark, nights, tmp_path):
+    """--rebuild on a night (what the DAG Param passes): the published version 2024-01-03 (copied into a
+    registry of its own) and the night are relinked in one batch, the new version records every
+    difference against the base, and _COMPLETE.json carries the pairwise F1 against the base's entities."""
+    import shutil
+
+    from hdwm.metrics import metrics_from_counts
+
+    _, reg0, link, _ = nights
+    reg = tmp_path / "lake" / "entities"
+    shutil.copytree(reg0 / "ds=2024-01-03", reg / "ds=2024-01-03")
+    assert (reg / "ds=2024-01-03" / "_PUBLISHED.json").exists()
+    before = _ids(reg, "2024-01-03")
+    row = [("c8", "p2", "MARY", "JONES", "4", "ELM RD", "SHELBYVILLE", "19750505", "5559876543", None)]
+    cur = _curated(spark, tmp_path, "2024-01-07", "crm", row)
+    out = tmp_path / "o7"
+    rc = link.main(["--curated", cur, "--out", str(out), "--ds", "2024-01-07", "--registry", str(reg),
+                    "--decisions", "", "--rebuild"])
+    assert rc == 0 and not (out / "metrics.error.json").exists()
+    complete = json.loads((reg / "ds=2024-01-07" / "_COMPLETE.json").read_text())
+    assert complete["base_ds"] == "2024-01-03"
+    m7 = _members(reg, "2024-01-07")
+    assert len(m7) == complete["references_total"] == len(before) + 1
+    assert complete["neighbourhood_references"] == len(before)  # the whole history was relinked
+    # the F1: the rebuilt clusters against the base entities, over the base's references
+    part = m7.merge(pd.DataFrame([(s, r, e) for (s, r), e in before.items()],
+                                 columns=["source", "record_id", "base_entity"]), on=["source", "record_id"])
+
+    def pairs(groups):
+        return sum(n * (n - 1) // 2 for n in groups)
+    expect = metrics_from_counts(pairs(part.groupby(["entity_id", "base_entity"]).size()),
+                                 pairs(part.groupby("entity_id").size()), pairs(part.groupby("base_entity").size()))
+    rb = complete["rebuild"]
+    assert {k: rb[k] for k in expect} == expect and complete["rebuild_f1"] == expect["f1"]
+    assert rb["compared_references"] == len(before)
+    ids7 = _ids(reg, "2024-01-07")
+    assert ids7[("crm", "c8")] == before[("crm", "c3")]  # the night's duplicate joined MARY JONES's entity
+    assert complete["new_references"] == complete["joined_existing"] == 1
+    ch = pd.read_parquet(reg / "ds=2024-01-07" / "changes")
+    gone = set(before.values()) - set(ids7.values())  # an id that vanished is named by a merge or split row
+    assert gone <= {i for f in ch[ch["change"].isin(["merge", "split"])]["from_entity_ids"] for i in f.split(",")}
+    assert (ch["change"] == "grow").sum() == complete["grows"] >= 1
+    # a refused run leaves its one-line error for the run summary
+    assert link.main(["--curated", cur, "--out", str(out), "--ds", "2024-01-07", "--rebuild"]) == 2
+    assert "--rebuild needs --registry" in json.loads((out / "metrics.error.json").read_text())["error"]
+    rc = link.main(["--curated", cur, "--out", str(out), "--ds", "2024-01-02", "--registry", str(reg),
+                    "--decisions", ""])
+    error = json.loads((out / "metrics.error.json").read_text())
+    assert rc == 2 and error == {"exit_code": 2, "error": "ds 2024-01-02 is before the published ds 2024-01-03: "
+                                 "relinking it would fork the registry; run the full rebuild"}
