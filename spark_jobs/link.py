@@ -17,7 +17,8 @@ Without ``--registry`` the night is linked on its own. With ``--registry DIR``
 (``lake/entities``) it is linked incrementally against the latest published
 registry version before ``--ds`` (``hdwm.registry``, ``hdwm.incremental``) and
 registry version ``ds=<ds>`` is written (members, entities, changes,
-frequencies, ``_COMPLETE.json``). A date after a published one, or one whose
+frequencies, ``_COMPLETE.json``); when ``ds`` was published already, that
+version is first moved aside to ``.published-ds=<ds>/`` (``hdwm.registry.stash_published``). A date after a published one, or one whose
 predecessor (a date with ``lake/curated/<p>`` or, with ``--landing``,
 ``landing/<source>/<p>``) was neither published nor rejected, is refused.
 ``--rebuild`` (needs ``--registry``): a full rebuild instead of an incremental
@@ -372,6 +373,9 @@ def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, canno
     if rebuild:
         complete["rebuild"] = res.counts["rebuild"]
         complete["rebuild_f1"] = res.counts["rebuild"]["f1"]
+    from hdwm.registry import stash_published
+
+    stash_published(registry, ds)  # a rerun of a published date: keep that publish until this one publishes
     clear_markers(registry, ds)
     complete["seconds"] = round(time.time() - t0, 2)
     write_version(registry, ds, res.members, res.entities, res.changes, res.frequencies, complete)

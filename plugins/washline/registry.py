@@ -16,6 +16,15 @@ writes the two markers the link job of a later date decides by:
   published version instead.
 
 Both are written atomically (temp file + ``os.replace``).
+
+A rerun of a published date: the link job moves the published version aside
+to ``lake/entities/.published-ds=<d>/`` before it writes the new one
+(``hdwm.registry.stash_published``). ``publish`` deletes that folder after its
+commit (:func:`drop_stash`); when the rerun does not publish, ``report`` moves
+it back (:func:`restore_published`): the published tables still hold d's
+earlier publish, so the lake must say the same, and the next date links
+against it. The rejected attempt's version is kept as ``.rejected-ds=<d>/``
+for inspection (replaced by the next one).
 """
 
 from __future__ import annotations
@@ -122,12 +131,53 @@ def write_published(paths: RunPaths, published_at: datetime | None = None) -> Pa
     return _write_json_atomic(paths.registry_version / PUBLISHED, {"ds": paths.ds, "published_at": when})
 
 
+def stash_path(paths: RunPaths) -> Path:
+    """``lake/entities/.published-ds=<d>/``: the date's published version while it is linked again."""
+    return paths.entities / f".published-ds={paths.ds}"
+
+
+def restore_published(paths: RunPaths) -> bool:
+    """After a rerun of a published date that did not publish: move the
+    earlier published version back from :func:`stash_path` to ``ds=<d>/``
+    (its ``_PUBLISHED.json`` included); the rerun's own version, if any, goes
+    to ``.rejected-ds=<d>/``. Nothing moves when the date's version is itself
+    published (a stale stash is then deleted) or there is no stash.
+
+    Returns:
+        True when the earlier published version was restored.
+    """
+    import os
+    import shutil
+
+    stash, version = stash_path(paths), paths.registry_version
+    if not (stash / PUBLISHED).is_file():
+        return False
+    if (version / PUBLISHED).is_file():
+        shutil.rmtree(stash, ignore_errors=True)
+        return False
+    rejected = paths.entities / f".rejected-ds={paths.ds}"
+    if rejected.exists():
+        shutil.rmtree(rejected)
+    if version.exists():
+        os.rename(version, rejected)
+    os.rename(stash, version)
+    return True
+
+
+def drop_stash(paths: RunPaths) -> None:
+    """After a publish of the date: its earlier published version is history."""
+    import shutil
+
+    shutil.rmtree(stash_path(paths), ignore_errors=True)
+
+
 def write_rejected(paths: RunPaths, reason: str) -> Path | None:
     """Write ``ds=<d>/_REJECTED.json`` ``{ds, reason}`` for a run that did not publish.
 
     Nothing is written when the date carries ``_PUBLISHED.json``: the run
     failed before its link job replaced the version (which deletes both
-    markers), so the earlier publish of the date still stands.
+    markers), or :func:`restore_published` brought the earlier published
+    version back, so the earlier publish of the date still stands.
 
     Returns:
         The marker's path, or None when the date's earlier publish stands.

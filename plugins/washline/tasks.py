@@ -165,7 +165,7 @@ def publish(context: Mapping[str, Any]) -> dict[str, Any]:
     ``lake/entities/ds=<d>/_PUBLISHED.json``; attach ``ds``, ``load_id`` and row
     counts to the ``washline_published`` asset event."""
     from washline.assets import PUBLISHED
-    from washline.registry import write_published
+    from washline.registry import drop_stash, write_published
     from washline.staging.publish import publish_slice
 
     ds = run_ds(context)
@@ -175,6 +175,7 @@ def publish(context: Mapping[str, Any]) -> dict[str, Any]:
     if registry["enabled"]:
         # After the commit: from now on later nights link against this version.
         result["marker"] = str(write_published(RunPaths.for_run(ds)))
+        drop_stash(RunPaths.for_run(ds))  # a rerun's earlier publish of the date is superseded
     events = context.get("outlet_events")
     if events is not None:
         events[PUBLISHED].extra = {"ds": ds, "load_id": result["load_id"], "rows": result["rows"]}
@@ -191,9 +192,12 @@ def _mark_rejected(context: Mapping[str, Any], paths: RunPaths, summary: dict[st
     """Write the date's ``_REJECTED.json`` when the run used the entity registry
     (the link task's XCom says so; when link left no XCom, the Param
     ``entity_registry`` is not false), so the next date links against the last
-    published version instead of being refused. A run with
+    published version instead of being refused. A failed rerun of a date
+    that was published before gets that publish back first
+    (:func:`washline.registry.restore_published`): the published tables still
+    hold it, so the next date links against it. A run with
     ``entity_registry=false`` writes no marker."""
-    from washline.registry import write_rejected
+    from washline.registry import restore_published, write_rejected
 
     link = context["ti"].xcom_pull(task_ids="link")
     if isinstance(link, Mapping) and link.get("registry"):
@@ -203,12 +207,18 @@ def _mark_rejected(context: Mapping[str, Any], paths: RunPaths, summary: dict[st
     if not in_use:
         return
     try:
+        restored = restore_published(paths)
         marker = write_rejected(paths, "; ".join(summary["not_published_because"]) or "not published")
     except OSError as exc:  # the summary still gets written, and says so
         summary["registry_marker"] = f"could not write _REJECTED.json: {exc}"
         log.error("could not write the rejected marker of ds=%s: %s", paths.ds, exc)
         return
-    summary["registry_marker"] = str(marker) if marker else "kept the earlier _PUBLISHED.json of the date"
+    if restored:
+        summary["registry_marker"] = ("restored the earlier published version of the date (the rerun published "
+                                      "nothing; the next date links against that version)")
+        log.warning("ds=%s: the rerun did not publish; its earlier published registry version is back", paths.ds)
+    else:
+        summary["registry_marker"] = str(marker) if marker else "kept the earlier _PUBLISHED.json of the date"
 
 
 def write_html_report(paths: RunPaths, summary: dict[str, Any]) -> None:

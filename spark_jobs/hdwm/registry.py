@@ -15,6 +15,7 @@ everything under ``ds=<d>/`` is replaced whole when d is linked again::
                                    (previous version + the night's counts, never recounted)
     ds=<d>/_COMPLETE.json written last; without it the version is incomplete and ignored
     ds=<d>/_PUBLISHED.json / _REJECTED.json   written by the Airflow publish / report task
+    .published-ds=<d>/    the published version of d while d is linked again (``stash_published``)
 
 A version is written into a temporary sibling folder (``.ds=<d>.tmp-<pid>``)
 with ``_COMPLETE.json`` last, then renamed over ``ds=<d>``: readers see the
@@ -28,6 +29,14 @@ Which version a night d links against (``resolve_base``):
   exists (relinking d would fork the registry: run the full rebuild), or when a
   date p with base < p < d is pending: it has ``lake/curated/<p>`` (or
   ``landing/<source>/<p>``) and neither ``_PUBLISHED.json`` nor ``_REJECTED.json``.
+
+Rerun of a published date d (allowed while no later date is published): before
+the new version is written, the published one is moved aside to
+``.published-ds=<d>/`` (``stash_published``), markers included. The Airflow
+publish task deletes it after its commit; when the rerun does not publish, the
+report task moves it back (``washline.registry.restore_published``), so the lake
+says what the published tables hold: d's earlier publish, and the next date
+links against it.
 
 Entity ids: ``E`` + the first 16 hex characters of
 ``sha1("<ds minted>|<smallest ref_key of the new cluster>")`` – minted once,
@@ -312,6 +321,30 @@ def read_version(spark: SparkSession, registry, ds: str | None) -> RegistryVersi
         stage_seconds=time.time() - t0)
     return RegistryVersion(ds, frames["members"], frames["entities"], frames["frequencies"], frames["changes"],
                            complete)
+
+
+def stash_dir(registry, ds: str) -> Path:
+    """``.published-ds=<d>/``: where a published version waits while d is linked again."""
+    return Path(registry) / f".published-ds={ds}"
+
+
+def stash_published(registry, ds: str) -> Path | None:
+    """Before version ``ds`` is written again: move the published version of
+    ``ds`` (``_PUBLISHED.json`` and ``_COMPLETE.json``) aside to
+    ``stash_dir`` (a rename), replacing a stale stash. An unpublished version
+    is left where it is, and so is a stash an earlier attempt of this rerun
+    made (the version it moved is still the published one).
+
+    Returns: the stash folder when it holds d's published version, else None.
+    """
+    d, st = version_dir(registry, ds), stash_dir(registry, ds)
+    if is_published(registry, ds):
+        if st.exists():
+            shutil.rmtree(st)
+        os.rename(d, st)
+        log.info("registry ds=%s is published: moved aside to %s while it is linked again", ds, st)
+        return st
+    return st if (st / PUBLISHED).is_file() else None
 
 
 def clear_markers(registry, ds: str) -> None:

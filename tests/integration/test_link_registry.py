@@ -162,6 +162,12 @@ def test_rerun_gives_identical_members(spark, nights, tmp_path):
     link.run(str(root / "lake" / "curated" / "2024-01-03"), str(tmp_path / "out"), "2024-01-03", "default",
              spark=spark, registry=str(reg), decisions="")
     assert not (reg / "ds=2024-01-03" / "_PUBLISHED.json").exists()  # the rerun cleared the marker
+    # the published version was moved aside first, until the rerun publishes (or report restores it)
+    stash = reg / ".published-ds=2024-01-03"
+    assert (stash / "_PUBLISHED.json").exists() and (stash / "_COMPLETE.json").exists()
+    stashed = pd.read_parquet(stash / "members")
+    stashed["attributes"] = stashed["attributes"].map(lambda m: sorted(dict(m).items()) if m is not None else None)
+    pd.testing.assert_frame_equal(stashed.sort_values(["source", "record_id"]).reset_index(drop=True), m_before)
     pd.testing.assert_frame_equal(_members(reg, "2024-01-03"), m_before)
     for p, df in before.items():
         pd.testing.assert_frame_equal(pd.read_parquet(reg / "ds=2024-01-03" / p), df)

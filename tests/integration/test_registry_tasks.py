@@ -102,3 +102,66 @@ def test_report_keeps_an_earlier_publish_of_the_date(staging_conn, tmp_path, mon
         tasks.report(rerun)
     version = RunPaths.for_run(D1).registry_version
     assert (version / "_PUBLISHED.json").exists() and not (version / "_REJECTED.json").exists()
+
+
+def _members_of(version_dir):
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(version_dir / "members", columns=["source", "record_id", "entity_id"])
+    return sorted(zip(*(t.column(c).to_pylist() for c in t.column_names)))
+
+
+def test_a_failed_rerun_of_a_published_date_gives_its_publish_back(staging_conn, tmp_path, monkeypatch):
+    """Rerun of the published D1 whose link job wrote a new version, then a check failed: the
+    published tables still hold D1's earlier publish, so the lake's D1 is that version again
+    (published), and D2 links against it. A rerun that publishes supersedes it."""
+    import dataclasses
+
+    from hdwm.registry import resolve_base, stash_published
+    from washline.registry import stash_path
+
+    data = tmp_path / "data"
+    monkeypatch.setenv("WASHLINE_DATA", str(data))
+    night1, _ = two_nights()
+    paths = RunPaths.for_run(D1)
+    tasks.publish(_staged(night(data, staging_conn, night1, 6)))
+    published = _members_of(paths.registry_version)
+
+    # the rerun's link job: the published version is moved aside, a different one written
+    assert stash_published(paths.entities, D1) == stash_path(paths)
+    assert not paths.registry_version.exists()
+    other = "E" + "0" * 16
+    rerun = dataclasses.replace(night1, members=[(s, r, other, f, c) for s, r, _, f, c in night1.members],
+                                changes=[(other, "new", "", 6)])
+    ctx = _staged(night(data, staging_conn, rerun, 6))
+    ctx["ti"].xcoms[("check_quality", "report")] = {"status": "FAIL", "expectations": [
+        {"expectation": "expect_column_values_to_be_null", "column": "vanished_id", "status": "FAIL",
+         "severity": "critical"}]}
+    with pytest.raises(AirflowFailException, match="was not published"):
+        tasks.report(ctx)
+    version = paths.registry_version
+    assert (version / "_PUBLISHED.json").exists() and not (version / "_REJECTED.json").exists()
+    assert _members_of(version) == published and not stash_path(paths).exists()
+    assert {m[2] for m in _members_of(data / "lake" / "entities" / f".rejected-ds={D1}")} == {other}
+    summary = json.loads((data / "lake" / "reports" / D1 / "run_summary.json").read_text())
+    assert summary["registry_marker"].startswith("restored the earlier published version of the date")
+    hook, _ = get_db_hook(staging_conn)
+    rows = hook.get_records("SELECT source, record_id, entity_id FROM entity_members")
+    assert sorted(tuple(r) for r in rows) == published  # what the lake says now
+    (data / "lake" / "curated" / D2).mkdir(parents=True, exist_ok=True)
+    assert resolve_base(paths.entities, D2, curated_root=data / "lake" / "curated") == D1
+
+    # a rerun that publishes: its version stands, the earlier one is gone
+    stash_published(paths.entities, D1)
+    tasks.publish(_staged(night(data, staging_conn, rerun, 6)))
+    assert not stash_path(paths).exists() and (version / "_PUBLISHED.json").exists()
+    assert {m[2] for m in _members_of(version)} == {other}
+    assert resolve_base(paths.entities, D2, curated_root=data / "lake" / "curated") == D1
+
+
+def _staged(ctx):
+    """The context after load_staging (its XCom set) with cleanse and integrity results."""
+    ctx["ti"].xcoms[("load_staging", "return_value")] = tasks.load_staging(ctx)
+    ctx["ti"].xcoms[("check_integrity", "report")] = {"verdict": "PASS", "findings": []}
+    ctx["ti"].xcoms[("cleanse", "return_value")] = {"rows_in": 6, "rows_curated": 6}
+    return ctx

@@ -80,3 +80,25 @@ def test_incomplete_or_temp_versions_are_ignored(lake):
     (reg / ".ds=2024-01-03.tmp-123").mkdir()
     assert versions(reg) == ["2024-01-01", "2024-01-02"]
     assert resolve_base(reg, "2024-01-03", cur) == "2024-01-01"
+
+
+def test_a_published_version_is_moved_aside_while_its_date_is_linked_again(lake):
+    from hdwm.registry import stash_dir, stash_published
+
+    reg, cur = lake
+    _version(reg, "2024-01-01", "PUBLISHED")
+    _version(reg, "2024-01-02", "PUBLISHED")
+    (reg / "ds=2024-01-02" / "members" / "first").write_text("")
+    st = stash_dir(reg, "2024-01-02")
+    assert stash_published(reg, "2024-01-02") == st
+    assert (st / "_PUBLISHED.json").exists() and (st / "members" / "first").exists()
+    assert versions(reg) == ["2024-01-01"]  # a stash is no version: never a base, never pending
+    assert resolve_base(reg, "2024-01-03", cur) == "2024-01-01"
+    # a retry of the rerun finds its own unpublished attempt: the stash (the publish) stays
+    _version(reg, "2024-01-02", complete=False)
+    assert stash_published(reg, "2024-01-02") == st and (st / "members" / "first").exists()
+    # a published version with a stale stash beside it (publish ended before deleting it): replaced
+    (reg / "ds=2024-01-02" / "_COMPLETE.json").write_text("{}")
+    (reg / "ds=2024-01-02" / "_PUBLISHED.json").write_text("{}")
+    assert stash_published(reg, "2024-01-02") == st and not (st / "members" / "first").exists()
+    assert stash_published(reg, "2024-01-09") is None  # nothing to keep
