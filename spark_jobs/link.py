@@ -366,7 +366,7 @@ def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, canno
         F.col("member_count").cast("int").alias("cluster_size")).localCheckpoint(eager=True)
     complete = {"ds": ds, "base_ds": base_ds, **{k: res.counts[k] for k in (
         "references_total", "night_references", "new_references", "joined_existing", "entities_total",
-        "new_entities", "grows", "merges", "splits", "split_rows")},
+        "new_entities", "grows", "merges", "splits", "split_rows", "updates")},
         "seconds": None, "profile": profile.name,
         "neighbourhood_references": res.counts["neighbourhood_references"],
         "resent_references": res.counts["resent_references"]}

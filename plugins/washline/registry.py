@@ -114,13 +114,15 @@ def version_sources(paths: RunPaths) -> dict[str, Path]:
 
 
 def expected_change_rows(complete: dict[str, Any]) -> int:
-    """Rows the version's ``changes/`` holds: one per new, grown or merged entity
-    and one per *part* of a split entity (``new_entities + grows + merges +
-    split_rows`` of ``_COMPLETE.json``; ``splits`` counts the entities that
-    split, each into two parts or more, so it is not the number of split rows).
-    A version written before ``split_rows`` existed falls back to ``splits``."""
+    """Rows the version's ``changes/`` holds: one per new, grown, merged or
+    updated entity and one per *part* of a split entity (``new_entities +
+    grows + merges + split_rows + updates`` of ``_COMPLETE.json``; ``splits``
+    counts the entities that split, each into two parts or more, so it is not
+    the number of split rows). A version written before ``split_rows`` /
+    ``updates`` existed falls back to ``splits`` / 0."""
     split_rows = complete.get("split_rows", complete["splits"])
-    return sum(int(complete[k]) for k in ("new_entities", "grows", "merges")) + int(split_rows)
+    return (sum(int(complete[k]) for k in ("new_entities", "grows", "merges")) + int(split_rows)
+            + int(complete.get("updates") or 0))
 
 
 def write_published(paths: RunPaths, published_at: datetime | None = None) -> Path:

@@ -202,7 +202,7 @@ def registry_summary(registry: dict[str, Any] | None, published_rows: dict[str, 
         "base_ds", "rebuild", "references_total", "entities_total",
         "night_references", "new_references", "joined_existing",
         "joined_share" (joined_existing / night_references, None for an empty
-        night), "new_entities", "grows", "merges", "splits",
+        night), "new_entities", "grows", "merges", "splits", "updates",
         "published_members", "published_entities", "rebuild_f1"}``
         (``rebuild_f1``: pairwise F1 of a rebuild against the incremental
         partition, when the link job reports it).
@@ -219,7 +219,7 @@ def registry_summary(registry: dict[str, Any] | None, published_rows: dict[str, 
         "rebuild": bool(registry.get("rebuild")),
         **{k: complete.get(k) for k in ("references_total", "entities_total", "night_references",
                                         "new_references", "joined_existing", "new_entities", "grows",
-                                        "merges", "splits")},
+                                        "merges", "splits", "updates")},
         "joined_share": round(joined / night, 4) if isinstance(joined, int) and night else None,
         "published_members": (published_rows or {}).get("entity_members"),
         "published_entities": (published_rows or {}).get("entities"),
@@ -309,7 +309,8 @@ def render_registry(reg: dict[str, Any] | None) -> list[str]:
         f"{_show(reg.get('joined_existing'))} joined existing entities"
         + (f" ({reg['joined_share']:.1%})" if reg.get("joined_share") is not None else ""),
         f"  entity changes   {_show(reg.get('new_entities'))} new entities, {_show(reg.get('grows'))} grown, "
-        f"{_show(reg.get('merges'))} merges, {_show(reg.get('splits'))} splits",
+        f"{_show(reg.get('merges'))} merges, {_show(reg.get('splits'))} splits"
+        + (f", {reg['updates']} golden records updated" if reg.get("updates") else ""),
     ]
     if reg.get("rebuild_f1") is not None:
         lines.append(f"  rebuild vs incremental pairwise F1 {reg['rebuild_f1']:.4f}")

@@ -37,7 +37,10 @@ night's references and returns the next version:
    oldest id survives (smallest ``first_seen_ds``, then smallest id). An old
    entity whose members now sit in several clusters is ``split``: its largest
    part keeps the id (ties: the part holding the smallest ref_key); the other
-   parts get minted ids. Change rows: see ``assign_ids``.
+   parts get minted ids. Change rows: see ``assign_ids``; and ``update`` for
+   an entity whose members are unchanged but whose golden record changed (a
+   member sent again with other values), so every change of a published
+   ``entities`` row has a change row.
 
 All work is Spark DataFrames; only decision-sized data (the human decisions
 and the references they name) reaches the driver.
@@ -409,19 +412,28 @@ def assign_and_build(spark: SparkSession, base: RegistryVersion, clusters: DataF
     members = carried_members.unionByName(sub_members)
 
     changed_ids = summary.filter(F.col("change").isNotNull()).select("entity_id", F.lit(True).alias("_chg"))
-    ent_new = (sub_members.groupBy("entity_id")
-               .agg(F.count(F.lit(1)).cast("int").alias("member_count"), F.min("first_seen_ds").alias("first_seen_ds"))
-               .join(changed_ids, "entity_id", "left")
-               .join(old_entities.select("entity_id", F.col("last_changed_ds").alias("_prev_lc")), "entity_id", "left")
-               .join(golden_records(sub_members), "entity_id", "left")
-               .select("entity_id", "member_count", "first_seen_ds",
-                       F.when(F.col("_chg").isNotNull() | F.col("_prev_lc").isNull(), F.lit(ds))
-                       .otherwise(F.col("_prev_lc")).alias("last_changed_ds"),
-                       "golden_record"))
+    # an entity whose members are the same but whose golden record is not (a member sent again with
+    # other values): an ``update`` row, so every change to the published ``entities`` is recorded
+    ent_new = _freeze(
+        sub_members.groupBy("entity_id")
+        .agg(F.count(F.lit(1)).cast("int").alias("member_count"), F.min("first_seen_ds").alias("first_seen_ds"))
+        .join(changed_ids, "entity_id", "left")
+        .join(old_entities.select("entity_id", F.col("last_changed_ds").alias("_prev_lc"),
+                                  F.col("golden_record").alias("_prev_gold")), "entity_id", "left")
+        .join(golden_records(sub_members), "entity_id", "left")
+        .withColumn("_upd", F.col("_chg").isNull() & F.col("_prev_lc").isNotNull()
+                    & ~F.col("golden_record").eqNullSafe(F.col("_prev_gold")))
+        .select("entity_id", "member_count", "first_seen_ds",
+                F.when(F.col("_chg").isNotNull() | F.col("_prev_lc").isNull() | F.col("_upd"), F.lit(ds))
+                .otherwise(F.col("_prev_lc")).alias("last_changed_ds"),
+                "golden_record", "_upd"))
+    updates = ent_new.filter("_upd").select(F.lit(ds).alias("ds"), "entity_id", F.lit("update").alias("change"),
+                                            F.lit("").alias("from_entity_ids"), "member_count")
+    ent_new = ent_new.drop("_upd")
     carried_entities = base.entities.join(touched, "entity_id", "left_anti")
     entities = carried_entities.unionByName(ent_new)
     changes = summary.filter(F.col("change").isNotNull()).select(
-        F.lit(ds).alias("ds"), "entity_id", "change", "from_entity_ids", "member_count")
+        F.lit(ds).alias("ds"), "entity_id", "change", "from_entity_ids", "member_count").unionByName(updates)
     changes = _freeze(changes)
 
     base_ids = base.entities.select("entity_id")
@@ -430,7 +442,8 @@ def assign_and_build(spark: SparkSession, base: RegistryVersion, clusters: DataF
                         .select(F.explode(F.split("from_entity_ids", ",")).alias("e")).distinct().count())
     counts = {"references_total": members.count(), "entities_total": entities.count(),
               "new_entities": ccount.get("new", 0), "grows": ccount.get("grow", 0),
-              "merges": ccount.get("merge", 0), "splits": n_split_entities, "split_rows": ccount.get("split", 0)}
+              "merges": ccount.get("merge", 0), "splits": n_split_entities, "split_rows": ccount.get("split", 0),
+              "updates": ccount.get("update", 0)}
     links = None
     if night is not None:
         nk = night.select("ref_key")

@@ -8,7 +8,7 @@ everything under ``ds=<d>/`` is replaced whole when d is linked again::
                                    (one row per reference ever published up to d)
     ds=<d>/entities/      Parquet  entity_id, member_count int, first_seen_ds,
                                    last_changed_ds, golden_record (JSON object)
-    ds=<d>/changes/       Parquet  ds, entity_id, change (new|grow|merge|split),
+    ds=<d>/changes/       Parquet  ds, entity_id, change (new|grow|merge|split|update),
                                    from_entity_ids (sorted, comma separated), member_count int
                                    (d's changes only)
     ds=<d>/frequencies/   Parquet  token, freq long: raw token counts over all members
@@ -47,7 +47,11 @@ engine key is ``ref_key = source + "|" + record_id`` (split on the first
 Golden record (survivorship rule): per attribute, the most frequent non-null
 value among the entity's members; ties go to the value of the most recently
 changed member, i.e. the largest ``(last_changed_ds, source, record_id)``.
-Written as a JSON object with the attribute names sorted.
+Written as a JSON object with the attribute names sorted. An entity whose
+members did not change but whose golden record did (a member sent again with
+other values, or a tie now going to a more recent member) gets an ``update``
+change row and ``last_changed_ds`` = the night; change rows therefore cover
+every change of a published ``entities`` row, not only membership.
 
 Full rebuild (command line)::
 

@@ -235,6 +235,11 @@ def test_registry_counts_and_only_warnings_for_the_shares():
     assert {k: params[k] for k in runner.REGISTRY_COUNT_PARAMETERS} == {
         "expected_member_rows": 10, "expected_entity_rows": 4, "expected_change_rows": 5,
         "expected_new_references": 4}
+    # one change row per part of a split entity, and one per updated golden record
+    params = runner.suite_parameters({}, runner.load_config(), {
+        "references_total": 10, "entities_total": 4, "new_references": 4, "new_entities": 1, "grows": 1,
+        "merges": 1, "splits": 1, "split_rows": 3, "updates": 2})
+    assert params["expected_change_rows"] == 8
     assert (params["joined_share_min"], params["joined_share_max"]) == (0.0, 1.0)
     shares = [e for name in ("staging_clusters", "staging_entity_members")
               for e in runner.load_suite_spec(name)["expectations"] if e["type"] == "expect_column_mean_to_be_between"]

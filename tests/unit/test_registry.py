@@ -126,11 +126,13 @@ def test_summary_reports_the_nights_registry_figures():
     assert s["registry"] == {
         "version": D2, "base_ds": D1, "rebuild": False, "references_total": 10, "entities_total": 4,
         "night_references": 4, "new_references": 4, "joined_existing": 3, "joined_share": 0.75,
-        "new_entities": 1, "grows": 1, "merges": 1, "splits": 0, "published_members": 10,
+        "new_entities": 1, "grows": 1, "merges": 1, "splits": 0, "updates": None, "published_members": 10,
         "published_entities": 4, "rebuild_f1": None}
     text = render(s)
     assert "this night       4 references: 4 new, 3 joined existing entities (75.0%)" in text
-    assert "entity changes   1 new entities, 1 grown, 1 merges, 0 splits" in text
+    assert "entity changes   1 new entities, 1 grown, 1 merges, 0 splits\n" in text
+    night2.extra = {"updates": 2}
+    assert "1 merges, 0 splits, 2 golden records updated\n" in render(_summary(night2))
     assert "linked against the published 2025-01-01" in text and "entity_members   10 rows published" in text
     night2.extra = {"rebuild_f1": 0.9931}
     assert "rebuild vs incremental pairwise F1 0.9931" in render(_summary(night2, rebuild=True))

@@ -69,3 +69,39 @@ def test_write_version_replaces_whole_folder(spark, tmp_path):
         "_COMPLETE.json", "changes", "entities", "frequencies", "members"]
     assert read_version(spark, reg, "2024-01-01").members.count() == 0
     assert [p.name for p in reg.iterdir()] == ["ds=2024-01-01"]  # no temp sibling left
+
+
+def test_a_golden_record_that_changes_without_its_members_gets_an_update_row(spark):
+    """Same members, another golden record (a member sent again with other values): an ``update``
+    change row and last_changed_ds = the night; the same values again: no row, nothing changes."""
+    from hdwm.config import load_profile
+    from hdwm.incremental import assign_and_build
+    from hdwm.registry import ENTITIES_SCHEMA, RegistryVersion
+
+    d1, d2 = "2024-01-01", "2024-01-02"
+    members = spark.createDataFrame([
+        ("a", "1", "EA", d1, d1, "ANN LEE", {"given_name": "ANN", "surname": "LEE"}),
+        ("a", "2", "EA", d1, d1, "ANN LEE", {"given_name": "ANN", "surname": "LEE"}),
+        ("a", "3", "EB", d1, d1, "BOB RAY", {"given_name": "BOB", "surname": "RAY"})], MEMBERS_SCHEMA)
+    gold = {r.entity_id: r.golden_record for r in golden_records(members).collect()}
+    ents = spark.createDataFrame([("EA", 2, d1, d1, gold["EA"]), ("EB", 1, d1, d1, gold["EB"])], ENTITIES_SCHEMA)
+    e = empty_version(spark)
+    base = RegistryVersion(d1, members, ents, e.frequencies, e.changes, {"references_total": 3})
+    clusters = spark.createDataFrame([("a|1", "c1", 1, 0.9, 1.0), ("a|2", "c1", 1, 0.9, 1.0), ("a|3", "c2", 0, None, 1.0)],
+                                     "ref_key string, cluster string, iteration int, mu double, quality double")
+    schema = "ref_key string, source string, record_id string, text string, attributes map<string,string>"
+    profile = load_profile("default")
+
+    def night(surname):
+        return spark.createDataFrame([(f"a|{i}", "a", i, f"ANN {surname}", {"given_name": "ANN", "surname": surname})
+                                      for i in ("1", "2")], schema)
+
+    res = assign_and_build(spark, base, clusters, night("KING"), d2, profile)
+    rows = [(r.ds, r.entity_id, r.change, r.from_entity_ids, r.member_count) for r in res.changes.collect()]
+    assert rows == [(d2, "EA", "update", "", 2)] and res.counts["updates"] == 1
+    e2 = {r.entity_id: r for r in res.entities.collect()}
+    assert json.loads(e2["EA"].golden_record)["surname"] == "KING" and e2["EA"].last_changed_ds == d2
+    assert e2["EB"].last_changed_ds == d1 and e2["EB"].golden_record == gold["EB"]
+    same = assign_and_build(spark, base, clusters, night("LEE"), d2, profile)
+    assert same.changes.count() == 0 and same.counts["updates"] == 0
+    assert {r.entity_id: r.last_changed_ds for r in same.entities.collect()} == {"EA": d1, "EB": d1}

@@ -130,7 +130,7 @@ CLUSTER_COLUMNS = (
 #: ``golden_record`` is a JSON object attribute -> value (survivorship rule in
 #: the link job: the most frequent non-null value among the members, ties to the
 #: most recently seen member); ``from_entity_ids`` is a sorted, comma-separated
-#: id list for ``merge``/``split`` and empty (NULL on Oracle) for ``new``/``grow``.
+#: id list for ``merge``/``split`` and empty (NULL on Oracle) for ``new``/``grow``/``update``.
 ENTITY_MEMBER_COLUMNS = (
     _s("source", 64, False),
     _s("record_id", 128, False),
