@@ -144,8 +144,11 @@ class InvariantError(CleanseError):
     exit_code = EXIT_INVARIANT
 
 
-class SchemaDriftError(ConfigError):
-    """A file's header adds, lacks, renames or repeats a declared column."""
+class HeaderDriftError(ConfigError):
+    """A landing file's CSV header adds, lacks, renames or repeats a declared column
+    (exit 2; the message starts ``schema drift in <file>``). Not to be confused with
+    ``washline.staging.load.SchemaDriftError``: a staging table whose columns differ
+    from the spec, on the Airflow side."""
 
 
 # ---------------------------------------------------------------------------
@@ -314,7 +317,7 @@ def check_headers(inputs: dict[str, list[Path]], sources: dict[str, SourceSpec],
     """Driver-side header check of every input file, before Spark starts.
 
     Raises:
-        SchemaDriftError: a file's header drifted (every drifted file is named).
+        HeaderDriftError: a file's header drifted (every drifted file is named).
     """
     messages = []
     for name, files in inputs.items():
@@ -326,7 +329,7 @@ def check_headers(inputs: dict[str, list[Path]], sources: dict[str, SourceSpec],
         if drifted:
             messages.append(drift_message(drifted, sources[name]))
     if messages:
-        raise SchemaDriftError(" || ".join(messages))
+        raise HeaderDriftError(" || ".join(messages))
 
 
 def _local_uri(path: str) -> str:
@@ -475,7 +478,7 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
     ``ignore_columns`` drops applied), so a file may order its columns freely.
 
     Raises:
-        SchemaDriftError: a file's header drifted (normally already caught by
+        HeaderDriftError: a file's header drifted (normally already caught by
             :func:`check_headers` before Spark started; names are relative
             to ``landing``).
 
@@ -510,7 +513,7 @@ def classify_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
     if accounting["drifted"]:
         for df in cached:
             df.unpersist()
-        raise SchemaDriftError(drift_message(accounting["drifted"], spec))
+        raise HeaderDriftError(drift_message(accounting["drifted"], spec))
     bad_headers = accounting["bad_headers"]
     bad_file = F.col("source_file").isin(list(bad_headers)) if bad_headers else F.lit(False)
     good_header_line = (F.col("line_number") == 1) & ~bad_file
@@ -910,7 +913,7 @@ def _cleanse_source(spark, spec: SourceSpec, files: list[Path], ds: str, landing
         ``(curated part, quarantine part)`` DataFrames of the source.
 
     Raises:
-        SchemaDriftError, InvariantError: see the module's exit codes.
+        HeaderDriftError, InvariantError: see the module's exit codes.
     """
     from pyspark.sql import functions as F
 

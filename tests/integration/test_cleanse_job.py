@@ -433,7 +433,7 @@ def test_schema_drift_is_also_caught_on_spark_read_headers(tmp_path, spark, job)
     landing = _drifted_landing(tmp_path)
     spec = job.sourcecontract.load_sources(job.find_sources_config())["febrl"]
     files = sorted((landing / "febrl" / DS).glob("*.csv"))[:2]
-    with pytest.raises(job.SchemaDriftError, match=rf"schema drift in febrl/{DS}/part-0001.csv: unexpected column 'email'"):
+    with pytest.raises(job.HeaderDriftError, match=rf"schema drift in febrl/{DS}/part-0001.csv: unexpected column 'email'"):
         job.classify_source(spark, spec, files, DS, landing)
 
 
