@@ -55,7 +55,7 @@ What it does, for each ``<ROOT>/<source>/<ds>/*.csv`` of a declared source:
    wrong number of fields is quarantined as ``column_count``, an unbalanced
    quote as ``malformed``. Blank lines are skipped and counted
    (``blank_lines_skipped``); they are not rows.
-4. Cleans each column by its declared type (``hdwm.cleansing``: trim/collapse
+4. Cleans each column by its declared type (``cleansing``: trim/collapse
    whitespace, UPPER-CASE text, dates, postcodes, phones). A value that cannot
    be cleaned (impossible date, bad postcode or phone) becomes null; the row is
    kept and the fix is counted in ``fixed_by_rule``.
@@ -98,9 +98,9 @@ except ImportError:  # pragma: no cover - depends on how the job is launched
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import hdwm
 
+import cleansing as C
 import jobcontract
 import sourcecontract
-from hdwm import cleansing as C
 from sourcecontract import SourceConfigError, SourceSpec
 from hdwm.progress import Progress
 from jobcontract import EXIT_CONFIG, EXIT_ERROR, EXIT_INVARIANT, EXIT_NO_INPUT, EXIT_OK, error_path  # noqa: F401

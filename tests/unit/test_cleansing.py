@@ -1,4 +1,4 @@
-"""Cleanse rules (spark_jobs/hdwm/cleansing.py): pure functions and agreement
+"""Cleanse rules (spark_jobs/cleansing): pure functions and agreement
 of the Spark twins with the pure functions (the sources.yaml declarations are
 tests/unit/test_sourcecontract.py's)."""
 
@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from hdwm import cleansing as C
+import cleansing as C
 
 # ---------------------------------------------------------------------------
 # Whitespace and case

@@ -1,7 +1,7 @@
 """The import line between the Airflow side and the Spark side, checked on every module (AST walk).
 
 * ``dags/`` and ``washline`` (the Airflow side) import nothing from ``pyspark`` or ``hdwm``;
-* ``hdwm`` and the Spark job scripts (``spark_jobs/*.py``) import nothing from ``airflow`` or ``washline``;
+* ``hdwm``, ``cleansing`` and the Spark job scripts (``spark_jobs/*.py``) import nothing from ``airflow`` or ``washline``;
 * ``jobcontract``, which both sides import, imports only the standard library;
 * ``sourcecontract`` (``sources.yaml``), which both sides import too, only the
   standard library, PyYAML and pydantic.
@@ -39,7 +39,7 @@ def files(*dirs: Path, pattern: str = "**/*.py") -> list[Path]:
 
 
 AIRFLOW_SIDE = files(ROOT / "dags", ROOT / "plugins")
-SPARK_SIDE = files(SPARK_JOBS / "hdwm") + files(SPARK_JOBS, pattern="*.py")
+SPARK_SIDE = files(SPARK_JOBS / "hdwm") + files(SPARK_JOBS / "cleansing") + files(SPARK_JOBS, pattern="*.py")
 CONTRACT = files(SPARK_JOBS / "jobcontract")
 SOURCE_CONTRACT = files(SPARK_JOBS / "sourcecontract")
 
