@@ -199,7 +199,9 @@ class SourceSpec(BaseModel):
     @field_validator("columns", "csv", mode="before")
     @classmethod
     def _absent_is_empty(cls, value: Any, info: ValidationInfo) -> Any:
-        return value if value is not None else ((), {})[info.field_name == "csv"]
+        if value is not None:
+            return value
+        return {} if info.field_name == "csv" else ()
 
     @field_validator("truth_pattern")
     @classmethod
