@@ -12,7 +12,7 @@ that file). The file's own comments say what each setting means.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -32,34 +32,36 @@ class QualityConfigError(ValueError):
     """``include/gx/quality.yaml`` (or the sources file it names) is missing or invalid."""
 
 
-class SizeBounds(BaseModel):
-    """Bounds on a cluster's size (references): integers with ``1 <= min <= max``."""
+class _Band(BaseModel):
+    """``min`` and ``max`` with ``FLOOR <= min <= max`` (and ``<= CEILING`` when set)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    FLOOR: ClassVar[float] = 0
+    CEILING: ClassVar[float | None] = None
 
+    @model_validator(mode="after")
+    def _ordered(self) -> "_Band":
+        low, high = self.min, self.max  # type: ignore[attr-defined]
+        if not (self.FLOOR <= low <= high and (self.CEILING is None or high <= self.CEILING)):
+            rule = f"{self.FLOOR:g} <= min <= max" + (f" <= {self.CEILING:g}" if self.CEILING is not None else "")
+            raise ValueError(f"needs {rule}, got min={low}, max={high}")
+        return self
+
+
+class SizeBounds(_Band):
+    """Bounds on a cluster's size (references): integers with ``1 <= min <= max``."""
+
+    FLOOR: ClassVar[float] = 1
     min: int
     max: int
 
-    @model_validator(mode="after")
-    def _ordered(self) -> "SizeBounds":
-        if not 1 <= self.min <= self.max:
-            raise ValueError(f"needs 1 <= min <= max, got min={self.min}, max={self.max}")
-        return self
 
-
-class ShareBand(BaseModel):
+class ShareBand(_Band):
     """A band for a share (a fraction): ``0 <= min <= max <= 1``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+    CEILING: ClassVar[float | None] = 1
     min: float
     max: float
-
-    @model_validator(mode="after")
-    def _ordered(self) -> "ShareBand":
-        if not 0.0 <= self.min <= self.max <= 1.0:
-            raise ValueError(f"needs 0 <= min <= max <= 1, got min={self.min}, max={self.max}")
-        return self
 
 
 class QualitySettings(BaseModel):
