@@ -70,7 +70,7 @@ def dump(path: str, fmt: str, truth: str | None, profile):
     ct = comparison_tokens(tokens, freq, prof, len(pdf)).join(tokens, "record_id").toPandas()
     pairs = build_blocks(tokens, freq, prof).pairs.toPandas()
     spark.stop()
-    feats = {r.record_id: (r.ctokens, r.cweights, (r.lead, r.nums, r.shared, r.gstd), r.tokens)
+    feats = {r.record_id: (r.ctokens, r.cweights, (r.lead, r.nums, r.shared, r.gstd, r.street), r.tokens)
              for r in ct.itertuples()}
     return pdf, feats, list(zip(pairs.id1, pairs.id2)), len(pdf)
 
@@ -124,9 +124,11 @@ def replay(feats, pairs, prof) -> dict[str, str]:
                                   columns=["id1", "id2", "score", "kind"])
                 ev = [feats[m][2] for m in mem]
 
+                cprof = prof.model_copy(update={"surnameConflictRule": False})  # as hdwm.consistency._member_conflict
+
                 def clash(i, j, ev=ev):
-                    return conflicting(ev[i][0], ev[i][1], ev[j][0], ev[j][1], prof, ev[i][2], ev[j][2],
-                                       ev[i][3], ev[j][3])
+                    return conflicting(ev[i][0], ev[i][1], ev[j][0], ev[j][1], cprof, ev[i][2], ev[j][2],
+                                       ev[i][3], ev[j][3], ev[i][4], ev[j][4])
 
                 out = regroup_component(pd.DataFrame({"record_id": mem}), ed, clash)
                 sub = defaultdict(list)

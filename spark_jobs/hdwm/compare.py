@@ -53,9 +53,11 @@ def comparison_tokens(
     tokens: DataFrame, freq: DataFrame, profile: LinkageProfile, n_refs: int | None = None
 ) -> DataFrame:
     """(``record_id``, ``tokens``) → (``record_id``, ``ctokens`` array<string>,
-    ``cweights`` array<double>, ``lead`` array<string>, ``nums`` array<string>):
-    ``lead``/``nums`` are the negative-evidence features of the *full* token
-    list (``hdwm.evidence.evidence_columns``); stop tokens (and excluded blocking tokens)
+    ``cweights`` array<double>, ``lead`` array<string>, ``nums`` array<string>,
+    ``shared`` array<string>, ``gstd`` boolean, ``street`` array<string>):
+    ``lead``/``nums``/``street`` are the negative-evidence features of the *full* token
+    list (``hdwm.evidence.evidence_columns``), ``shared`` the household identifiers
+    and ``gstd`` whether the given name is a standard token; stop tokens (and excluded blocking tokens)
     removed, order kept. ``cweights[i]`` is the inverse document frequency
     ``ln(n_refs / freq)`` of ``ctokens[i]`` (natural log; ``n_refs`` defaults
     to 1, giving non-positive weights, so pass it for the weighted comparators).
@@ -76,8 +78,8 @@ def comparison_tokens(
             ~F.col("token").rlike(r"^\d+$") | (F.length("token") >= profile.minNumBlkTokenLen)
         )
     n = float(n_refs or 1)
-    lead, nums = evidence_columns("tokens", profile.identifierMinLen)
-    ev = tokens.select("record_id", lead, nums)
+    lead, nums, street = evidence_columns("tokens", profile.identifierMinLen)
+    ev = tokens.select("record_id", lead, nums, street)
     if profile.givenNameFromData:
         ev = given_name_first(ev)
     # washline household evidence: household identifiers per reference, and
@@ -92,7 +94,8 @@ def comparison_tokens(
         .join(gfreq, "g", "left")
         .select("record_id", "lead", "nums",
                 F.coalesce("shared", F.array().cast("array<string>")).alias("shared"),
-                F.coalesce(F.col("gfreq") >= profile.minFreqStdToken, F.lit(False)).alias("gstd"))
+                F.coalesce(F.col("gfreq") >= profile.minFreqStdToken, F.lit(False)).alias("gstd"),
+                "street")
     )
     kept = (
         ex.join(freq, "token")
@@ -122,6 +125,7 @@ def comparison_tokens(
             "nums",
             "shared",
             "gstd",
+            "street",
         )
     )
 
@@ -380,10 +384,13 @@ WEIGHTED_COMPARATORS = ("WeightedTokenMatch", "Cosine", "MongeElkan")
 
 
 def _household(ev_a, ev_b) -> tuple:
-    """(shared_a, shared_b, std_a, std_b) from 4-tuples ``(lead, nums, shared, gstd)``; empty for 2-tuples."""
+    """(shared_a, shared_b, std_a, std_b, street_a, street_b) from tuples ``(lead, nums, shared, gstd
+    [, street])``; empty for 2-tuples."""
     if len(ev_a) >= 4 and len(ev_b) >= 4:
-        return ev_a[2], ev_b[2], bool(ev_a[3]), bool(ev_b[3])
-    return None, None, False, False
+        sa = ev_a[4] if len(ev_a) >= 5 else None
+        sb = ev_b[4] if len(ev_b) >= 5 else None
+        return ev_a[2], ev_b[2], bool(ev_a[3]), bool(ev_b[3]), sa, sb
+    return None, None, False, False, None, None
 
 
 def make_score_udf(profile: LinkageProfile):
@@ -401,15 +408,15 @@ def make_score_udf(profile: LinkageProfile):
     if uses_evidence(profile):
         @F.pandas_udf(T.DoubleType())
         def escore(left: pd.Series, lw: pd.Series, ll: pd.Series, ln: pd.Series, ls: pd.Series, lg: pd.Series,
-                   right: pd.Series, rw: pd.Series, rl: pd.Series, rn: pd.Series, rs: pd.Series,
-                   rg: pd.Series) -> pd.Series:
+                   la: pd.Series, right: pd.Series, rw: pd.Series, rl: pd.Series, rn: pd.Series, rs: pd.Series,
+                   rg: pd.Series, ra: pd.Series) -> pd.Series:
             out = np.fromiter(
                 (
-                    score_with_profile(x, xw, y, yw, profile, (xl, xn, xs, xg), (yl, yn, ys, yg))
-                    for x, xw, xl, xn, xs, xg, y, yw, yl, yn, ys, yg in zip(
+                    score_with_profile(x, xw, y, yw, profile, (xl, xn, xs, xg, xa), (yl, yn, ys, yg, ya))
+                    for x, xw, xl, xn, xs, xg, xa, y, yw, yl, yn, ys, yg, ya in zip(
                         left.to_numpy(), lw.to_numpy(), ll.to_numpy(), ln.to_numpy(), ls.to_numpy(),
-                        lg.to_numpy(), right.to_numpy(), rw.to_numpy(), rl.to_numpy(), rn.to_numpy(),
-                        rs.to_numpy(), rg.to_numpy())
+                        lg.to_numpy(), la.to_numpy(), right.to_numpy(), rw.to_numpy(), rl.to_numpy(),
+                        rn.to_numpy(), rs.to_numpy(), rg.to_numpy(), ra.to_numpy())
                 ),
                 dtype=np.float64,
                 count=len(left),
@@ -461,17 +468,19 @@ def score_pairs(pairs: DataFrame, ctokens: DataFrame, profile: LinkageProfile) -
     if evidence and "lead" not in ctokens.columns:
         raise ValueError("negative-evidence rules need comparison_tokens' lead/nums columns")
     if evidence:
-        for c, empty in (("shared", F.array().cast("array<string>")), ("gstd", F.lit(False))):
+        for c, empty in (("shared", F.array().cast("array<string>")), ("gstd", F.lit(False)),
+                         ("street", F.array().cast("array<string>"))):
             if c not in ctokens.columns:
                 ctokens = ctokens.withColumn(c, empty)
-    extra = ["lead", "nums", "shared", "gstd"] if evidence else []
+    extra = ["lead", "nums", "shared", "gstd", "street"] if evidence else []
     l = ctokens.select(F.col("record_id").alias("id1"), F.col("ctokens").alias("t1"), F.col("cweights").alias("w1"),
                        *[F.col(c).alias(c + "1") for c in extra])
     r = ctokens.select(F.col("record_id").alias("id2"), F.col("ctokens").alias("t2"), F.col("cweights").alias("w2"),
                        *[F.col(c).alias(c + "2") for c in extra])
     j = pairs.join(l, "id1").join(r, "id2")
     if evidence:
-        sc = udf("t1", "w1", "lead1", "nums1", "shared1", "gstd1", "t2", "w2", "lead2", "nums2", "shared2", "gstd2")
+        sc = udf("t1", "w1", "lead1", "nums1", "shared1", "gstd1", "street1",
+                 "t2", "w2", "lead2", "nums2", "shared2", "gstd2", "street2")
     else:
         sc = udf("t1", "w1", "t2", "w2") if weighted else udf("t1", "t2")
     return j.select("id1", "id2", sc.alias("score"))

@@ -157,6 +157,45 @@ def leading_names(tokens, min_len: int = 7) -> list[str]:
     return out
 
 
+def street_key(tokens, min_len: int = 7) -> list[str]:
+    """The reference's street address key: ``[house number, next token]``.
+
+    The house number is the first token after the name part (``leading_names``)
+    that contains a digit, when it is not a long number (an identifier of
+    ``min_len`` digits or more), and the next token holds a letter (the street
+    name: ``5247 MONOGRAM``). Empty otherwise (``JUSTIN WARREN LANCASTER CA
+    93539``: the first number is a zip with nothing after it). By position and
+    shape only, as ``leading_names``; the Spark form is ``evidence_columns``.
+    """
+    toks = list(tokens if tokens is not None else ())
+    i = 0
+    while i < len(toks) and len(toks[i]) >= min_len and toks[i].isdigit():
+        i += 1
+    while i < len(toks) and not any(c.isdigit() for c in toks[i]):
+        i += 1
+    if i + 1 >= len(toks):
+        return []
+    num, nxt = toks[i], toks[i + 1]
+    if (len(num) >= min_len and num.isdigit()) or not any(c.isalpha() for c in nxt):
+        return []
+    return [num, nxt]
+
+
+def same_street(street_a, street_b) -> bool:
+    """Two ``street_key`` values name one street address: the same house number
+    and street tokens that agree (equal, one a prefix of the other: ``E`` /
+    ``ECHURCH``, or Jaro–Winkler ≥ ``SURNAME_MIN_SIMILARITY``: typos)."""
+    from rapidfuzz.distance import JaroWinkler
+
+    a = list(street_a if street_a is not None else ())
+    b = list(street_b if street_b is not None else ())
+    if len(a) != 2 or len(b) != 2 or a[0] != b[0]:
+        return False
+    x, y = a[1], b[1]
+    return (x.startswith(y) or y.startswith(x)
+            or JaroWinkler.normalized_similarity(x, y) >= SURNAME_MIN_SIMILARITY)
+
+
 def long_numbers(tokens, min_len: int = 7) -> list[str]:
     """All-digit tokens of at least ``min_len`` digits (identifiers and dates)."""
     return [t for t in (tokens if tokens is not None else ()) if len(t) >= min_len and t.isdigit()]
@@ -384,7 +423,7 @@ def common_given_name_conflict(lead_a, lead_b, std_a: bool, std_b: bool, min_sim
 
 
 def conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, shared_b=None,
-                std_a: bool = False, std_b: bool = False) -> bool:
+                std_a: bool = False, std_b: bool = False, street_a=None, street_b=None) -> bool:
     """True when a profile's negative-evidence rule vetoes the pair.
 
     Args:
@@ -399,6 +438,9 @@ def conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, shared_b
             ``householdIdentifierRule`` they never count as personal evidence.
         std_a, std_b: the given name (first name token) is a standard token
             (frequency ≥ ``minFreqStdToken``), for ``commonGivenNameRule``.
+        street_a, street_b: the references' ``street_key``; the same street
+            address lifts ``surnameConflictRule`` (a married name at the
+            address where the maiden name was written).
     """
     na = list(nums_a if nums_a is not None else ())
     nb = list(nums_b if nums_b is not None else ())
@@ -414,7 +456,7 @@ def conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, shared_b
             and common_given_name_conflict(lead_a, lead_b, std_a, std_b, profile.givenNameMinSimilarity))
     )
     if getattr(profile, "surnameConflictRule", False) and not name_conflict:
-        name_conflict = surname_conflict(lead_a, lead_b)
+        name_conflict = surname_conflict(lead_a, lead_b) and not same_street(street_a, street_b)
     if name_conflict and not (na and nb and _numbers_agree(na, nb, k)):
         return True
     if getattr(profile, "generationConflictRule", False) and generation_conflict(lead_a, lead_b):
@@ -547,10 +589,11 @@ def shared_identifiers(features, profile):
 
 
 def evidence_columns(tokens_col: str = "tokens", min_len: int = 7):
-    """Spark columns ``(lead, nums)`` computed from the reference's full token
-    array (built-in SQL only): ``lead`` = ``leading_names`` (identifiers
+    """Spark columns ``(lead, nums, street)`` computed from the reference's full
+    token array (built-in SQL only): ``lead`` = ``leading_names`` (identifiers
     written first skipped, then the tokens before the first one containing a
-    digit), ``nums`` = all-digit tokens of ≥ ``min_len`` digits."""
+    digit), ``nums`` = all-digit tokens of ≥ ``min_len`` digits, ``street`` =
+    ``street_key`` (array of 0 or 2 strings)."""
     t = tokens_col
     ident = f"x rlike '^[0-9]{{{int(min_len)},}}$'"
     # identifiers written before the name are skipped (leading_names)
@@ -559,7 +602,16 @@ def evidence_columns(tokens_col: str = "tokens", min_len: int = 7):
     first_digit = f"array_position(transform({rest}, x -> x rlike '[0-9]'), true)"
     lead = F.expr(f"CASE WHEN {first_digit} = 0 THEN {rest} ELSE slice({rest}, 1, {first_digit} - 1) END")
     nums = F.expr(f"filter({t}, x -> x rlike '^[0-9]{{{int(min_len)},}}$')")
-    return lead.alias("lead"), nums.alias("nums")
+    # street_key: the first digit token after the name part (1-based position first_digit of rest)
+    # and the token after it, when that one holds a letter and the first is no long number
+    # tokens hold letters and digits only (the tokenizer splits on the rest): "holds a letter" = not all digits
+    pos = f"CAST({first_digit} AS INT)"
+    num = f"element_at({rest}, {pos})"
+    nxt = f"element_at({rest}, {pos} + 1)"
+    street = F.expr(
+        f"CASE WHEN {pos} > 0 AND size({rest}) > {pos} AND NOT ({num} rlike '^[0-9]{{{int(min_len)},}}$')"
+        f" AND NOT ({nxt} rlike '^[0-9]+$') THEN array({num}, {nxt}) ELSE CAST(array() AS array<string>) END")
+    return lead.alias("lead"), nums.alias("nums"), street.alias("street")
 
 
 def identifier_match(lead_a, nums_a, lead_b, nums_b, max_edits: int = 1, shared_a=None, shared_b=None) -> bool:
@@ -573,11 +625,11 @@ def identifier_match(lead_a, nums_a, lead_b, nums_b, max_edits: int = 1, shared_
 
 
 def evidence_score(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, shared_b=None,
-                   std_a: bool = False, std_b: bool = False):
+                   std_a: bool = False, std_b: bool = False, street_a=None, street_b=None):
     """The negative/positive evidence verdict for a pair: ``0.0`` (vetoed by
     ``conflicting``), ``1.0`` (``identifierMatchRule`` fires) or ``None``
     (no rule decides; the comparator's score stands)."""
-    if conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a, shared_b, std_a, std_b):
+    if conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a, shared_b, std_a, std_b, street_a, street_b):
         return 0.0
     if not getattr(profile, "householdIdentifierRule", False):
         shared_a = shared_b = None

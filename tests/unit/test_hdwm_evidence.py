@@ -18,6 +18,7 @@ from hdwm.evidence import (
     leading_names,
     long_numbers,
     same_nickname_group,
+    street_key,
 )
 
 # --------------------------------------------------------------------------- scaling
@@ -178,7 +179,8 @@ def test_spark_evidence_columns_and_folding_match_python(spark):
 
     rows = [("a", "Darrell,A,Soliz-Fajardo,5032,E,Tyler,Avenue,Fresno,,California,93727,,,012-06-9502,19360814"),
             ("b", "12 main st"), ("c", "smith"), ("d", ""), ("e", "123-45-6789,03/15/1980,john,smith,12,elm"),
-            ("f", "5015551234")]
+            ("f", "5015551234"), ("g", "justin warren,lancaster,ca,93539"), ("h", "123456789,elm street,5"),
+            ("i", "amy,lee,12b,oak")]
     prof = LinkageProfile(beta=4, sigma=10, tokenizerType="CompressNbr", stripLeadingZeros=True,
                           removeDuplicateTokens=True, foldAbbreviations=True)
     toks = tokenize(spark.createDataFrame(rows, "record_id string, text string"), prof)
@@ -187,6 +189,9 @@ def test_spark_evidence_columns_and_folding_match_python(spark):
                                "93727", "12069502", "19360814"]
     for r in got.values():
         assert r.lead == leading_names(r.tokens) and r.nums == long_numbers(r.tokens, 7)
+        assert r.street == street_key(r.tokens, 7), r.record_id
+    assert got["a"].street == ["5032", "E"] and got["e"].street == ["12", "ELM"] and got["i"].street == ["12B", "OAK"]
+    assert got["g"].street == [] and got["f"].street == [] and got["c"].street == []  # a zip last; no number
     assert got["b"].lead == [] and got["c"].lead == ["SMITH"] and got["d"].lead == []
     assert got["e"].lead == ["JOHN", "SMITH"] and got["f"].lead == []
 

@@ -116,6 +116,18 @@ def test_surname_veto_is_lifted_by_an_agreeing_long_number():
     assert not conflicting(["KATHLEEN", "STEVENS"], ["19910102"], ["KATHLEEN", "WAGNER"], ["19910102"], PROFILE)
 
 
+def test_the_same_street_address_lifts_the_surname_veto():
+    # a married name written at the address of the maiden name (S8P: SHARON D HALL / SHARON D KELLER)
+    hall = (["SHARON", "D", "HALL"], ["11476088"])
+    keller = (["SHARON", "D", "KELLER"], [])
+    assert conflicting(*hall, *keller, PROFILE)
+    assert not conflicting(*hall, *keller, PROFILE, None, None, False, False, ["1121A", "LAWSON"], ["1121A", "LAWSON"])
+    assert not conflicting(*hall, *keller, PROFILE, None, None, False, False, ["108", "ECHURCH"], ["108", "E"])
+    # another house number, or a street that is only a zip: the veto stands
+    assert conflicting(*hall, *keller, PROFILE, None, None, False, False, ["1121A", "LAWSON"], ["1123", "LAWSON"])
+    assert conflicting(*hall, *keller, PROFILE, None, None, False, False, [], [])
+
+
 def test_cluster_check_applies_the_common_given_name_rule_as_scoring_does():
     # MARK and MATTHEW CARETTI (a father and his son, one address): both given names are frequent
     members = pd.DataFrame({"record_id": ["a", "b"], "lead": [["MARK", "CARETTI"], ["MATTHEW", "CARETTI"]],
