@@ -110,6 +110,16 @@ def link_mode(params: Any) -> dict[str, bool]:
     return {"registry": registry, "rebuild": rebuild}
 
 
+def spark_conf(overrides: dict[str, str] | None = None) -> dict[str, str]:
+    """The Spark settings of a washline job: ``BASE_CONF``, then
+    ``spark.pyspark.python`` (``WASHLINE_PYSPARK_PYTHON``, else this
+    interpreter), then ``overrides`` (the operator's ``conf``), which win."""
+    conf = dict(BASE_CONF)
+    conf["spark.pyspark.python"] = os.environ.get("WASHLINE_PYSPARK_PYTHON", sys.executable)
+    conf.update(overrides or {})
+    return conf
+
+
 def landing_files(paths: RunPaths) -> list[Path]:
     """CSV files landed for the run's date: ``<landing>/<source>/<ds>/*.csv``."""
     if not paths.landing.is_dir():
@@ -153,6 +163,10 @@ class SparkJobOperator(SparkSubmitOperator):
     unless the run's Param ``entity_registry`` is false (:func:`link_mode`);
     its XCom carries ``registry`` (``enabled`` false, or the version's
     ``_COMPLETE.json``), which the load, check, publish and report tasks follow.
+
+    ``prepare`` sets the templated fields spark-submit is built from
+    (``application_args``, ``py_files``, ``conf``); ``spark_submit_command``
+    is the argv ``execute`` then runs (``tests/unit/test_operators.py``).
 
     Returns (XCom):
         The job's metrics JSON as a dict, with ``task_seconds`` (wall seconds
@@ -221,19 +235,48 @@ class SparkJobOperator(SparkSubmitOperator):
         return {"enabled": True, "rebuild": mode["rebuild"], "version": str(paths.registry_version),
                 "complete": require_complete(paths)}
 
-    def _run(self, context: Any) -> dict[str, Any]:
-        from airflow.sdk.exceptions import AirflowFailException
+    def prepare(self, context: Any) -> tuple[RunPaths, dict[str, bool]]:
+        """Read this run's Params and set the fields spark-submit is built from.
 
+        Sets ``application_args`` (:func:`job_arguments`), ``py_files`` (the
+        engine zip in ``<lake>/_build``, :func:`build_pyfiles_zip`) and
+        ``conf`` (:func:`spark_conf` over the operator's own, rendered
+        ``conf``). Calling it again for the same run gives the same fields.
+
+        Returns:
+            The run's folders and its link mode (:func:`link_mode`; both false
+            for ``cleanse``).
+
+        Raises:
+            washline.paths.ParamError: a Param is malformed or escapes the data root.
+        """
         params = context["params"]
         paths = RunPaths.for_run(run_ds(context), params.get("input_folder", "landing"))
         profile = validate_name(params.get("profile", "default"), PROFILE_PATTERN, "profile")
         mode = link_mode(params) if self.job == "link" else {"registry": False, "rebuild": False}
         self.application_args = job_arguments(self.job, paths, profile, **mode)
         self.py_files = str(build_pyfiles_zip(paths.lake / "_build"))
-        conf = dict(BASE_CONF)
-        conf["spark.pyspark.python"] = os.environ.get("WASHLINE_PYSPARK_PYTHON", sys.executable)
-        conf.update(self.conf or {})
-        self.conf = conf
+        self.conf = spark_conf(self.conf)
+        return paths, mode
+
+    def spark_submit_command(self, context: Any) -> list[str]:
+        """The spark-submit argv ``execute`` runs for this context, without running it.
+
+        :meth:`prepare`, then the Spark provider's own command builder over
+        the Spark connection (``conn_id``), as ``SparkSubmitOperator.execute``
+        does: ``[spark-submit, --master <master>, --conf k=v ..., --py-files
+        <zip>, --name washline-<job>, ..., spark_jobs/<job>.py, <job args>]``.
+
+        Raises:
+            washline.paths.ParamError: as :meth:`prepare`.
+        """
+        self.prepare(context)
+        return self._get_hook()._build_spark_submit_command(self.application)
+
+    def _run(self, context: Any) -> dict[str, Any]:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        paths, mode = self.prepare(context)
         if self.job == "cleanse" and not landing_files(paths):
             # Decision (documented in README): a night without input FAILS,
             # without retries, so on-call sees a missing feed; nothing is
