@@ -8,8 +8,9 @@ and ``--worker-memory`` each, loopback only, from the product venv's pyspark,
 as ``tests/dags/test_nightly_e2e.py`` does), then runs ``python -m hdwm
 --format csv --out DIR`` on the cached ``benchmarks/synth.py`` file of
 ``--size`` references (seed 42, ``scale.synth``) against that master in client
-mode: one executor per worker (``--executor-memory``), the ``hdwm`` package
-shipped with ``--py-files`` as the Airflow operator does, the driver heap
+mode: one executor per worker (``--executor-memory``), the engine shipped
+with ``--py-files`` in the zip the Airflow operator ships
+(``jobcontract.pyfiles_zip``: ``hdwm`` and ``jobcontract``), the driver heap
 ``$HDWM_DRIVER_MEMORY`` (default here 2g: in client mode the driver runs no
 task). The cluster is stopped afterwards, also on errors.
 
@@ -40,7 +41,6 @@ import tempfile
 import threading
 import time
 import urllib.request
-import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -48,6 +48,9 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale  # noqa: E402  (same folder)
+
+sys.path.insert(0, str(scale.REPO / "spark_jobs"))
+from jobcontract import pyfiles_zip  # noqa: E402  (standard library only; the operator's zip builder)
 
 REPO = scale.REPO
 PRODUCT_PY = scale.PRODUCT_PY
@@ -194,11 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, WASHLINE_SPARK_MASTER="local[2]")
         results["local[2]"] = _run("local[2]", base + ["--out", str(work / "local")], [], env, work / "log-local")
         local_links = work / "local" / "links"
-    # the hdwm package for the executors, as the Airflow operator ships it
-    pyz = work / "hdwm.zip"
-    with zipfile.ZipFile(pyz, "w") as z:
-        for f in sorted((REPO / "spark_jobs" / "hdwm").rglob("*.py")):
-            z.write(f, f.relative_to(REPO / "spark_jobs"))
+    # the engine for the executors: the zip the Airflow operator ships (hdwm and jobcontract)
+    pyz = pyfiles_zip(work / "_build")
     with Cluster(work, a.workers, a.cores, a.worker_memory) as cl:
         # readHostLocalDisk off: on one host Spark would read the other executor's shuffle files from
         # disk and count them as local; through the block transfer service they count as remote, the
