@@ -8,6 +8,7 @@ turns them and the Spark connection into argv. No Spark is started here.
 from __future__ import annotations
 
 import json
+import secrets
 import zipfile
 from pathlib import Path
 
@@ -97,14 +98,16 @@ def test_a_bad_param_stops_before_any_command(data):
 def test_no_credentials_in_argv(data, monkeypatch):
     """The Spark connection's login and password, and the staging connection's,
     never reach spark-submit's argv (which any local user can read)."""
+    # sentinels made here, so that no credential-shaped literal is committed
+    spark_user, spark_pass, staging_pass = (f"{kind}-{secrets.token_hex(8)}" for kind in ("su", "sp", "st"))
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps(
-        {"conn_type": "spark", "host": "spark://127.0.0.1", "port": 7077,
-         "login": "spark-user-sentinel", "password": "spark-pass-sentinel"}))
+        {"conn_type": "spark", "host": "spark://127.0.0.1", "port": 7077, "login": spark_user,
+         "password": spark_pass}))
     monkeypatch.setenv("AIRFLOW_CONN_WASHLINE_STAGING", json.dumps(
-        {"conn_type": "postgres", "host": "127.0.0.1", "login": "washline", "password": "staging-pass-sentinel"}))
+        {"conn_type": "postgres", "host": "127.0.0.1", "login": "washline", "password": staging_pass}))
     for job in ("cleanse", "link"):
         cmd = SparkJobOperator(task_id=job, job=job).spark_submit_command(context())
         assert cmd[1:3] == ["--master", "spark://127.0.0.1:7077"]
         argv = " ".join(cmd)
-        for secret in ("spark-user-sentinel", "spark-pass-sentinel", "staging-pass-sentinel"):
+        for secret in (spark_user, spark_pass, staging_pass):
             assert secret not in argv, (secret, job)
