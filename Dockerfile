@@ -52,7 +52,7 @@ USER root
 ENV JAVA_HOME=/usr/lib/jvm/java-17
 ENV PATH="${JAVA_HOME}/bin:${PATH}"
 # /opt/washline is the project root (REPO_ROOT in washline.paths): dags/,
-# plugins/, spark_jobs/, include/, sql/ and the data root data/. Group 0 owns
+# src/, plugins/, spark_jobs/, include/, sql/ and the data root data/. Group 0 owns
 # it and may write, so the image also runs under an arbitrary AIRFLOW_UID.
 RUN set -eux; \
     java -version; \
@@ -72,10 +72,11 @@ RUN pip install --no-cache-dir "apache-airflow==${AIRFLOW_VERSION}" -r /opt/wash
 # sql/, include/ and spark_jobs/ relative to its own source file, so the
 # package must stay in /opt/washline rather than be copied to site-packages.
 # docker-compose.yaml mounts ./dags over /opt/washline/dags for development;
-# plugins/ and spark_jobs/ can be mounted the same way (docs/deploy.md).
+# src/ and spark_jobs/ can be mounted the same way (docs/deploy.md).
 WORKDIR /opt/washline
 COPY --chown=airflow:0 pyproject.toml README.md ./
 COPY --chown=airflow:0 dags ./dags
+COPY --chown=airflow:0 src ./src
 COPY --chown=airflow:0 plugins ./plugins
 COPY --chown=airflow:0 spark_jobs ./spark_jobs
 COPY --chown=airflow:0 include ./include

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "plugins")]
+sys.path[:0] = [str(REPO / "src")]
 
 PG = {"host": "127.0.0.1", "port": 5432, "user": "postgres"}
 

@@ -9,8 +9,9 @@
 * Operator extra links: ``check_quality`` → that run's Data Docs, ``report`` →
   that run's ``report.html`` (:mod:`washline.links`; the DAG attaches them).
 
-This file is all that Airflow's plugins manager imports from ``plugins/`` (the
-``washline`` package beside it is ignored through ``plugins/.airflowignore``).
+This file is all there is in ``plugins/``, the folder Airflow's plugins manager
+imports file by file; the ``washline`` package it imports is installed from
+``src/washline`` (``pip install -e .``).
 Importing it is cheap: the FastAPI app is built on its first request.
 """
 

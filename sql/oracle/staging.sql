@@ -1,5 +1,5 @@
 -- washline staging and published tables for oracle (idempotent: safe to run again).
--- GENERATED from plugins/washline/staging/spec.py by `python -m washline.staging.spec --write`;
+-- GENERATED from src/washline/staging/spec.py by `python -m washline.staging.spec --write`;
 -- edit the spec, not this file. {schema} is replaced by the quoted schema and a dot, or by nothing.
 -- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every staging table; load_id names
 -- the load. entity_members and entities hold the whole published registry state (replaced at publish).

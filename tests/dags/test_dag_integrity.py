@@ -78,15 +78,19 @@ def test_nightly_shape(dagbag):
     assert [a.name for a in outlets] == ["washline_published"]
 
 
-def test_plugins_manager_does_not_import_the_washline_package():
+def test_plugins_manager_finds_only_the_airflow_plugin():
     """Airflow's plugins manager imports every .py under plugins/ as a top-level
     module named after the file (integrity/operator.py would shadow the stdlib
-    `operator`); plugins/.airflowignore must keep it out of washline/."""
+    `operator`), so plugins/ holds the AirflowPlugin alone; the washline package
+    is installed from src/washline and imported by name."""
+    import washline
     from airflow.sdk._shared.module_loading import find_path_from_directory
 
     plugins = DAGS_DIR.parent / "plugins"
-    found = [p for p in find_path_from_directory(str(plugins), ".airflowignore", "glob") if p.endswith(".py")]
-    assert not [p for p in found if "/washline/" in p], found
+    found = [Path(p).relative_to(plugins).as_posix()
+             for p in find_path_from_directory(str(plugins), ".airflowignore", "glob") if p.endswith(".py")]
+    assert found == ["washline_plugin.py"], found
+    assert Path(washline.__file__).resolve().parent == DAGS_DIR.parent.resolve() / "src" / "washline"
 
 
 #: What parsing the DAGs must never load: the Spark side, the quality engine and the data libraries

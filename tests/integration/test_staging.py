@@ -195,7 +195,7 @@ def test_publish_killed_mid_transaction_leaves_published_tables_exactly_as_befor
     load_slice(staging_conn, "2025-01-01", write_slice(tmp_path / "new", "2025-01-01", n=10, cluster_of=lambda i: i // 5), "run-2")
 
     marker = tmp_path / "mid-publish"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "plugins"), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.Popen([sys.executable, "-c", KILLED_PUBLISH, str(marker)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:

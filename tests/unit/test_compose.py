@@ -382,7 +382,7 @@ def test_dockerfile_installs_java17_requirements_and_the_project():
     assert "_PIP_ADDITIONAL_REQUIREMENTS" not in code_lines(DOCKERFILE)
     users = re.findall(r"^USER\s+(\S+)", text, re.MULTILINE)
     assert users and users[-1] == "airflow", "the image must end as the airflow user, not root"
-    for folder in ("dags", "plugins", "spark_jobs", "include", "sql"):
+    for folder in ("dags", "src", "plugins", "spark_jobs", "include", "sql"):
         assert re.search(rf"^COPY\b.*\b{folder}\b", text, re.MULTILINE), f"{folder}/ not copied into the image"
 
 

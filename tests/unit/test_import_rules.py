@@ -38,7 +38,7 @@ def files(*dirs: Path, pattern: str = "**/*.py") -> list[Path]:
     return sorted(p for d in dirs for p in d.glob(pattern) if "__pycache__" not in p.parts)
 
 
-AIRFLOW_SIDE = files(ROOT / "dags", ROOT / "plugins")
+AIRFLOW_SIDE = files(ROOT / "dags", ROOT / "src" / "washline", ROOT / "plugins")
 SPARK_SIDE = files(SPARK_JOBS / "hdwm") + files(SPARK_JOBS / "cleansing") + files(SPARK_JOBS, pattern="*.py")
 CONTRACT = files(SPARK_JOBS / "jobcontract")
 SOURCE_CONTRACT = files(SPARK_JOBS / "sourcecontract")

@@ -1,4 +1,4 @@
-"""Demo landing of FEBRL (plugins/washline/landing.py)."""
+"""Demo landing of FEBRL (src/washline/landing.py)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_unknown_dataset_and_bad_parts_are_refused(tmp_path):
         land_febrl("febrl1", "2025-01-01", tmp_path, parts=0)
 
 
-# --- the demo command line (plugins/washline/demo.py) -----------------------
+# --- the demo command line (src/washline/demo.py) -----------------------
 
 
 def _demo(capsys, *argv):
