@@ -131,9 +131,22 @@ def same_nickname_group(a: str, b: str) -> bool:
     return bool(ga and gb and ga & gb)
 
 
+def _is_number(t: str) -> bool:
+    """``t`` is all ASCII digits (``^[0-9]+$``), as in the Spark forms (``evidence_columns``,
+    the tokenizer's numbers). ``str.isdigit`` is not: it is also true for other digits the
+    tokenizer keeps in tokens (``１２３``, ``١٢٣``, ``²²``), which the Spark forms treat as
+    words, and ``int`` refuses superscripts."""
+    return t.isascii() and t.isdigit()
+
+
+def _has_digit(t: str) -> bool:
+    """``t`` holds an ASCII digit (Spark: ``rlike '[0-9]'``)."""
+    return any("0" <= c <= "9" for c in t)
+
+
 def is_date_token(t: str) -> bool:
     """True for an 8-digit ``YYYYMMDD`` token with year 1800–2099, month 1–12, day 1–31."""
-    if len(t) != 8 or not t.isdigit():
+    if len(t) != 8 or not _is_number(t):
         return False
     y, m, d = int(t[:4]), int(t[4:6]), int(t[6:])
     return 1800 <= y <= 2099 and 1 <= m <= 12 and 1 <= d <= 31
@@ -147,11 +160,11 @@ def leading_names(tokens, min_len: int = 7) -> list[str]:
     with no name) still means no name part."""
     toks = list(tokens if tokens is not None else ())
     i = 0
-    while i < len(toks) and len(toks[i]) >= min_len and toks[i].isdigit():
+    while i < len(toks) and len(toks[i]) >= min_len and _is_number(toks[i]):
         i += 1
     out = []
     for t in toks[i:]:
-        if any(c.isdigit() for c in t):
+        if _has_digit(t):
             break
         out.append(t)
     return out
@@ -162,21 +175,21 @@ def street_key(tokens, min_len: int = 7) -> list[str]:
 
     The house number is the first token after the name part (``leading_names``)
     that contains a digit, when it is not a long number (an identifier of
-    ``min_len`` digits or more), and the next token holds a letter (the street
+    ``min_len`` digits or more), and the next token is not all digits (the street
     name: ``5247 MONOGRAM``). Empty otherwise (``JUSTIN WARREN LANCASTER CA
     93539``: the first number is a zip with nothing after it). By position and
     shape only, as ``leading_names``; the Spark form is ``evidence_columns``.
     """
     toks = list(tokens if tokens is not None else ())
     i = 0
-    while i < len(toks) and len(toks[i]) >= min_len and toks[i].isdigit():
+    while i < len(toks) and len(toks[i]) >= min_len and _is_number(toks[i]):
         i += 1
-    while i < len(toks) and not any(c.isdigit() for c in toks[i]):
+    while i < len(toks) and not _has_digit(toks[i]):
         i += 1
     if i + 1 >= len(toks):
         return []
     num, nxt = toks[i], toks[i + 1]
-    if (len(num) >= min_len and num.isdigit()) or not any(c.isalpha() for c in nxt):
+    if (len(num) >= min_len and _is_number(num)) or _is_number(nxt):
         return []
     return [num, nxt]
 
@@ -198,7 +211,7 @@ def same_street(street_a, street_b) -> bool:
 
 def long_numbers(tokens, min_len: int = 7) -> list[str]:
     """All-digit tokens of at least ``min_len`` digits (identifiers and dates)."""
-    return [t for t in (tokens if tokens is not None else ()) if len(t) >= min_len and t.isdigit()]
+    return [t for t in (tokens if tokens is not None else ()) if len(t) >= min_len and _is_number(t)]
 
 
 def _number_pair_agrees(x: str, y: str, max_edits: int) -> bool:
@@ -347,7 +360,7 @@ def date_readings(t: str) -> set[str]:
     token is no date.
     """
     out: set[str] = set()
-    if not t.isdigit() or len(t) not in (7, 8):
+    if not _is_number(t) or len(t) not in (7, 8):
         return out
 
     def ok(y: str, m: str, d: str) -> None:

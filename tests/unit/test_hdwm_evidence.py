@@ -10,6 +10,7 @@ from hdwm.aliases import ALIASES, fold_tokens
 from hdwm.config import LinkageProfile, ProfileError, frequency_scale, load_profile
 from hdwm.evidence import (
     conflicting,
+    date_readings,
     evidence_score,
     given_name_conflict,
     given_names_agree,
@@ -80,6 +81,16 @@ def test_no_scaling_keeps_dwm_absolute_counts():
 
 
 # --------------------------------------------------------------------------- evidence features
+
+
+def test_digits_other_than_0_to_9_are_no_numbers():
+    # the tokenizer keeps fullwidth, Arabic-Indic and superscript digits in tokens; like the Spark
+    # forms (evidence_columns: [0-9]) the Python forms read them as letters, and never crash on them
+    sup, full, arabic = "\u00b2" * 8, "\uff11\uff19\uff18\uff10\uff10\uff13\uff11\uff15", "\u0661\u0662"
+    assert not is_date_token(sup) and not is_date_token(full) and date_readings(sup[:7]) == set()
+    assert long_numbers([full, sup, "1234567"]) == ["1234567"]
+    assert leading_names(["ZOE", arabic, "ELM", "12"]) == ["ZOE", arabic, "ELM"]
+    assert street_key(["JOHN", "12", arabic]) == ["12", arabic] and street_key(["JOHN", full, "OAK"]) == []
 
 
 def test_feature_extraction():
@@ -180,7 +191,10 @@ def test_spark_evidence_columns_and_folding_match_python(spark):
     rows = [("a", "Darrell,A,Soliz-Fajardo,5032,E,Tyler,Avenue,Fresno,,California,93727,,,012-06-9502,19360814"),
             ("b", "12 main st"), ("c", "smith"), ("d", ""), ("e", "123-45-6789,03/15/1980,john,smith,12,elm"),
             ("f", "5015551234"), ("g", "justin warren,lancaster,ca,93539"), ("h", "123456789,elm street,5"),
-            ("i", "amy,lee,12b,oak")]
+            ("i", "amy,lee,12b,oak"),
+            # digits other than 0-9 stay in tokens; Spark reads them as letters, so must the Python forms
+            ("j", "zo\u00eb,\u00e6r\u00f8,\u0661\u0662\u0663\u0664\u0665\u0666\u0667,12,\u0661\u0662"),
+            ("k", "ann,lee,\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18,5,oak,\u00b2\u00b2\u00b2\u00b2\u00b2\u00b2\u00b2\u00b2")]
     prof = LinkageProfile(beta=4, sigma=10, tokenizerType="CompressNbr", stripLeadingZeros=True,
                           removeDuplicateTokens=True, foldAbbreviations=True)
     toks = tokenize(spark.createDataFrame(rows, "record_id string, text string"), prof)
@@ -194,6 +208,8 @@ def test_spark_evidence_columns_and_folding_match_python(spark):
     assert got["g"].street == [] and got["f"].street == [] and got["c"].street == []  # a zip last; no number
     assert got["b"].lead == [] and got["c"].lead == ["SMITH"] and got["d"].lead == []
     assert got["e"].lead == ["JOHN", "SMITH"] and got["f"].lead == []
+    assert got["j"].lead == ["ZO\u00cb", "\u00c6R\u00d8", "\u0661\u0662\u0663\u0664\u0665\u0666\u0667"]
+    assert got["j"].street == ["12", "\u0661\u0662"] and got["k"].nums == [] and got["k"].street == ["5", "OAK"]
 
 
 @pytest.mark.spark
