@@ -38,13 +38,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
 
 import pandas as pd
-import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale  # noqa: E402  (same folder)
@@ -124,42 +122,6 @@ class Cluster:
         return [p.pid for p in self.procs]
 
 
-def measure_with(cmd: list[str], extra_roots: list[int], cwd: Path, env: dict) -> tuple[float, float, str]:
-    """``scale.measure`` with the process trees of ``extra_roots`` (the cluster) counted in the peak RSS."""
-    t0 = time.time()
-    proc = psutil.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    roots = [proc] + [psutil.Process(p) for p in extra_roots]
-    peak, done = [0], threading.Event()
-
-    def sample():
-        while not done.is_set():
-            rss = 0
-            for r in roots:
-                try:
-                    for p in [r] + r.children(recursive=True):
-                        try:
-                            rss += p.memory_info().rss
-                        except psutil.Error:
-                            pass
-                except psutil.Error:
-                    pass
-            peak[0] = max(peak[0], rss)
-            done.wait(0.5)
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
-    out, err = proc.communicate()
-    done.set()
-    th.join()
-    for line in err.splitlines():
-        if line.startswith("[hdwm]"):
-            print(line, file=sys.stderr)
-    if proc.returncode != 0:
-        print(err[-4000:], file=sys.stderr)
-        raise RuntimeError(f"{cmd[:4]} exited {proc.returncode}")
-    return time.time() - t0, peak[0] / 2**30, out
-
-
 def _links(folder: Path) -> pd.DataFrame:
     df = pd.read_parquet(folder)
     return df[["record_id", "cluster_id", "iteration", "mu", "quality", "cluster_size"]].sort_values(
@@ -167,7 +129,7 @@ def _links(folder: Path) -> pd.DataFrame:
 
 
 def _run(label: str, cmd: list[str], roots: list[int], env: dict, log: Path) -> dict:
-    w, pk, stdout = measure_with(cmd + ["--event-log", str(log)], roots, REPO / "spark_jobs", env)
+    w, pk, stdout = scale.measure(cmd + ["--event-log", str(log)], REPO / "spark_jobs", env, extra_roots=roots)
     m = json.loads(stdout[stdout.index("{\n"):])
     f1 = (m.get("pairwise") or {}).get("f1")
     print(f"[cluster] {label}: {w:.1f}s peak {pk:.2f} GiB f1={f1} load={os.getloadavg()[0]:.1f}",

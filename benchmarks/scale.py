@@ -51,26 +51,29 @@ STAGE_ORDER = ["start-up", "read", "tokens+frequencies", "correction", "blocking
                "quality", "summary", "write"]
 
 
-def measure(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, float, str]:
-    """Run ``cmd``; return (wall seconds, peak tree RSS in GiB, stdout)."""
+def measure(cmd: list[str], cwd: Path | None = None, env: dict | None = None,
+            extra_roots: list[int] = ()) -> tuple[float, float, str]:
+    """Run ``cmd``; return (wall seconds, peak RSS in GiB of its process tree plus the trees of the
+    ``extra_roots`` pids, e.g. a standalone cluster's master and workers, sampled every 0.5 s, stdout)."""
     t0 = time.time()
     proc = psutil.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    roots = [proc] + [psutil.Process(p) for p in extra_roots]
     peak = [0]
     done = threading.Event()
 
     def sample():
         while not done.is_set():
-            try:
-                procs = [proc] + proc.children(recursive=True)
-                rss = 0
-                for p in procs:
-                    try:
-                        rss += p.memory_info().rss
-                    except psutil.Error:
-                        pass
-                peak[0] = max(peak[0], rss)
-            except psutil.Error:
-                pass
+            rss = 0
+            for r in roots:
+                try:
+                    for p in [r] + r.children(recursive=True):
+                        try:
+                            rss += p.memory_info().rss
+                        except psutil.Error:
+                            pass
+                except psutil.Error:
+                    pass
+            peak[0] = max(peak[0], rss)
             done.wait(0.5)
 
     th = threading.Thread(target=sample, daemon=True)
