@@ -205,7 +205,7 @@ class _Candidates:
     ``built``: the iteration they were built for. ``how``: ``blocked`` (blocked and scored), ``restricted`` (the previous
     candidates without the accepted references) or ``reblocked`` (blocked
     again, only new pairs scored). ``close_calls``: (iteration, mu) of the
-    iterations that linked with them.
+    iterations that scored pairs with them (linking or not).
     """
 
     members: DataFrame
@@ -267,12 +267,15 @@ class _Iterations:
             rec["candidates"] = cands.how if rec["iteration"] == cands.built else "same"
             rec.update(blocks=cands.stats["blocks"], largest_block=cands.stats["largest_block"],
                        pairs_compared=cands.stats["pairs"], links=cands.links[it])
+            if rec["pairs_compared"] > 0:
+                # its pairs just below mu are close calls even when none reaches mu (a night where
+                # nobody repeats still shows the reviewer what came nearest)
+                cands.close_calls.append((it, mu))
             if rec["pairs_compared"] == 0 or rec["links"] == 0:
                 rec["seconds"] = round(time.time() - ti, 2)
                 _say(f"iteration {it}: mu={mu:.2f} refs={rec['references']} blocks={rec['blocks']} "
                      f"pairs={rec['pairs_compared']} links={rec['links']}, stop")
                 return
-            cands.close_calls.append((it, mu))
             if self.shortcut and settled is not None and rec["links"] == settled["links"]:
                 # same references, and links at a higher mu ⊆ the settled ones: the same count is the
                 # same links, so the same clusters, rejected again (epsilon never falls)

@@ -172,3 +172,30 @@ def test_messy_households_match_the_plain_loop(spark, tmp_path):
     fast, plain = _link_both(spark, tmp_path, refs, {"epsilon": 0.6, "maxBlockSize": 3})
     _same_result(fast, plain)
     assert sum(r["accepted_clusters"] > 0 for r in fast[2]) >= 3, fast[2]
+
+
+def test_a_night_without_links_still_keeps_its_close_calls(spark, tmp_path):
+    # A night where nobody repeats: no pair reaches mu, yet the pairs just below it are
+    # what a reviewer wants to see (why-linked output, issue 12; the night report's score chart).
+    from hdwm.pipeline import link_references
+
+    refs = [("a1", "ALICE SMITH 12 OAK STREET PERTH 6000"), ("a2", "ALICE SMYTH 12 OAK ST PERTH"),
+            ("c1", "CARLA DIAZ 45 HILL STREET ADELAIDE 5000"), ("d1", "DEAN MORO 9 BAY ROAD HOBART 7000")]
+
+    def link(mu):
+        profile = load_profile("default").model_copy(update={"mu": mu})
+        res = link_references(spark, spark.createDataFrame(refs, "record_id string, text string"), profile,
+                              str(tmp_path / f"ckpt-{mu}"))
+        return res.links.collect(), [r.asDict() for r in res.pairs.collect()], res.metrics["iterations"]
+
+    _, pairs, _ = link(0.5)
+    linked = [p for p in pairs if p["accepted"]]
+    assert [(p["record_id_a"], p["record_id_b"]) for p in linked] == [("a1", "a2")], pairs
+    score = linked[0]["score"]
+    mu = round(min(1.0, score + 0.03), 6)  # the pair is now just below mu: inside the close-call band
+    assert 0 < mu - score < 0.10
+    links, pairs, its = link(mu)
+    assert all(r["cluster_size"] == 1 for r in links)  # nobody linked
+    assert its[0]["links"] == 0 and its[0]["pairs_compared"] >= 1
+    assert [(p["record_id_a"], p["record_id_b"], p["iteration"], p["accepted"]) for p in pairs] == [("a1", "a2", 1, False)]
+    assert pairs[0]["score"] == pytest.approx(score)

@@ -204,3 +204,20 @@ def test_bare_column_names_are_text_and_absent_options_take_defaults():
 
 def test_source_names_are_sorted(repo):
     assert S.source_names(repo / "include" / "config" / "sources.yaml") == ["febrl", "febrl4a", "febrl4b"]
+
+
+@pytest.mark.parametrize("name", ["febrl4a", "src_a", "_x", "A" * 64, "crm_2024", "Z9"])
+def test_every_declarable_source_name_is_a_valid_registry_key(name):
+    # one contract, two checks: sources.yaml names (sourcecontract.NAME) flow through the
+    # cleanse job into the entity registry, whose ref_key check (hdwm.registry) must accept them
+    import hdwm.registry as registry
+
+    assert S.NAME.match(name)
+    assert registry.SOURCE_PATTERN.match(name)
+
+
+@pytest.mark.parametrize("name", ["", "a b", "a|b", "a/b", "ä"])
+def test_what_the_registry_refuses_sources_yaml_refuses_too(name):
+    import hdwm.registry as registry
+
+    assert not registry.SOURCE_PATTERN.match(name) and not S.NAME.match(name)
