@@ -183,6 +183,11 @@ class LinkageProfile(BaseModel):
     #: two references all disagree (``hdwm.evidence.surname_conflict``), with
     #: no long number (within identifierMaxEdits edits) agreeing, scores 0.
     surnameConflictRule: bool = False
+    #: washline cluster-level evidence (``hdwm.consistency._surname_group_veto``,
+    #: with clusterConsistency): two groups of a component that disagree on the
+    #: surname are joined only when a long number ties them (an SSN or a date of
+    #: birth of a member of one agrees with one of a member of the other).
+    clusterSurnameRule: bool = False
     #: washline negative evidence: a pair whose identifier tokens (all-digit,
     #: ≥ identifierMinLen digits, not a YYYYMMDD date) all disagree, and whose
     #: given names do not agree, scores 0.

@@ -14,7 +14,9 @@ component of the iteration's links, the links are taken strongest first
 two groups are joined only when **no** reference of one conflicts with a
 reference of the other. Conflict = the pairwise veto of ``hdwm.evidence``
 (``conflicting``: given names, identifiers, dates of birth, generation
-suffixes; not surnames, see ``_member_conflict``) or a human cannot-link decision. Must-link decisions are joined
+suffixes; not surnames, see ``_member_conflict``) or a human cannot-link decision; with
+``clusterSurnameRule`` two groups that disagree on the surname also need a tie
+(``_surname_group_veto``). Must-link decisions are joined
 first, unconditionally. This is the greedy approximation of correlation
 clustering with hard cannot-link constraints (Bansal, Blum & Chawla 2004;
 constrained clustering, Wagstaff et al. 2001); the result is a partition
@@ -56,7 +58,7 @@ BUCKET_REFERENCES = 4096
 BROADCAST_COMPONENTS = 200_000
 
 
-def regroup_component(members: pd.DataFrame, edges: pd.DataFrame, conflict) -> dict[str, str]:
+def regroup_component(members: pd.DataFrame, edges: pd.DataFrame, conflict, group_veto=None) -> dict[str, str]:
     """Regroup one component; returns ``{record_id: cluster_id}`` (smallest member id).
 
     Args:
@@ -65,16 +67,18 @@ def regroup_component(members: pd.DataFrame, edges: pd.DataFrame, conflict) -> d
         edges: columns ``id1``, ``id2`` (strings), ``score`` (double) and
             ``kind`` (int: ``LINK``, ``MUST_LINK`` or ``CANNOT_LINK``).
         conflict: ``conflict(i, j) -> bool`` on row positions of ``members``.
+        group_veto: optional ``group_veto(ga, gb) -> bool`` on lists of row
+            positions (see ``regroup``).
 
     Must-links are joined first; links are then taken by (score desc, id1,
     id2) and a link joins two groups only when no cross pair conflicts or
     is a cannot-link. The same as ``regroup`` on the frames' rows.
     """
     return regroup([str(x) for x in members["record_id"]],
-                   list(zip(edges["id1"], edges["id2"], edges["score"], edges["kind"])), conflict)
+                   list(zip(edges["id1"], edges["id2"], edges["score"], edges["kind"])), conflict, group_veto)
 
 
-def regroup(ids: list[str], edges: list[tuple], conflict) -> dict[str, str]:
+def regroup(ids: list[str], edges: list[tuple], conflict, group_veto=None) -> dict[str, str]:
     """``regroup_component`` on plain lists (what the UDF runs, with no pandas
     work per component: at 100k references that per-component set-up was most
     of the regrouping's time).
@@ -82,6 +86,9 @@ def regroup(ids: list[str], edges: list[tuple], conflict) -> dict[str, str]:
     Args:
         ids: the component's record ids; ``conflict(i, j)`` takes positions in it.
         edges: ``(id1, id2, score, kind)`` tuples.
+        group_veto: optional ``group_veto(ga, gb) -> bool`` on two lists of
+            positions, asked only when no cross pair conflicts; True keeps the
+            groups apart (``_surname_group_veto``). Must-links ignore it.
     Returns:
         ``{record_id: cluster_id}`` (the smallest record id of each refined cluster).
     """
@@ -131,6 +138,8 @@ def regroup(ids: list[str], edges: list[tuple], conflict) -> dict[str, str]:
         ga, gb = group[ra], group[rb]
         if any(clash(i, j) for i in ga for j in gb):
             continue
+        if group_veto is not None and group_veto(ga, gb):
+            continue
         join(ra, rb)
     out = {}
     for root, mem in group.items():
@@ -147,10 +156,10 @@ def _member_conflict(members: pd.DataFrame, profile: LinkageProfile):
     A surname is an attribute a person changes (marriage), like an address; a
     given name, a date of birth or a generation is not. Between two references
     that were scored, a disagreeing surname with nothing to bridge it vetoes
-    the pair; inside a cluster the chain of links is the bridge (the maiden
-    name linked to the married name by an SSN), so it does not keep groups
-    apart. Measured on S8P: F1 0.866 with the surname veto in the cluster
-    check, 0.915 without, the same on messy 6k (benchmarks/README.md).
+    the pair; inside a component the pairwise surname veto would split every
+    married name from her maiden name (S8P: F1 0.866 with it, 0.915 without,
+    benchmarks/README.md), so groups are judged by ``_surname_group_veto``
+    instead, which looks for a tie anywhere across the two groups.
     """
     from .evidence import conflicting
 
@@ -169,6 +178,60 @@ def _member_conflict(members: pd.DataFrame, profile: LinkageProfile):
                            street[i], street[j])
 
     return conflict
+
+
+def _surname_group_veto(members: pd.DataFrame, profile: LinkageProfile):
+    """``group_veto(ga, gb)`` on row positions of ``members`` for
+    ``clusterSurnameRule``, else None.
+
+    Rule (washline): two groups are kept apart when a reference of one and a
+    reference of the other disagree on the surname
+    (``hdwm.evidence.surname_conflict``) and nothing ties the two groups: no
+    cross pair of references with agreeing surname tokens (a name token
+    after the given name of each), whose long numbers agree (within ``identifierMaxEdits``
+    edits: an SSN, a date of birth) or that give the same street address
+    (``same_street``). A married name beside the maiden name is one person
+    because an SSN, a date of birth, an address or a member already carrying
+    the other name says so, somewhere in the two groups; two people of one
+    given name in one city whose groups share none of these are two people,
+    however many weak links chain them. The pairwise ``surnameConflictRule``
+    sees one pair at a time, so a sparse reference without a surname
+    (``MARY LANCASTER CA``) links to both women and bridges them: the chaining
+    the issue "Linkage accuracy on messy household data" measured. A
+    disagreeing surname weighs heavily against a match in Fellegi–Sunter
+    models (Fellegi & Sunter 1969); the ties are the lifts the pairwise veto
+    has, taken over the groups.
+    """
+    if not getattr(profile, "clusterSurnameRule", False):
+        return None
+    from .evidence import GENERATION_CLASSES, _name_tokens_agree, _numbers_agree, same_street, surname_conflict
+
+    lead = [list(x) if x is not None else [] for x in members["lead"].tolist()]
+    nums = [list(x) if x is not None else [] for x in members["nums"].tolist()]
+    street = members["street"].tolist() if "street" in members.columns else [None] * len(lead)
+    # the surname tokens: the name tokens after the given name (two letters or more, no JR/SR)
+    rest = [[t for t in ld[1:] if len(t) >= 2 and t not in GENERATION_CLASSES and t != ld[0]] for ld in lead]
+    k = profile.identifierMaxEdits
+    memo: dict[tuple[int, int], tuple[bool, bool]] = {}
+
+    def pair(i: int, j: int) -> tuple[bool, bool]:  # (surnames conflict, the pair ties its groups)
+        key = (i, j) if i < j else (j, i)
+        hit = memo.get(key)
+        if hit is None:
+            sc = surname_conflict(lead[i], lead[j])
+            # a tie by name needs a surname token of each to agree; a given name written last
+            # (``TORRES, MARY``) makes two name parts merely not conflict, which ties nothing
+            tie = (any(_name_tokens_agree(x, y) for x in rest[i] for y in rest[j])
+                   or same_street(street[i], street[j])
+                   or bool(nums[i] and nums[j] and _numbers_agree(nums[i], nums[j], k)))
+            hit = memo[key] = (sc and not tie, tie)
+        return hit
+
+    def veto(ga: list[int], gb: list[int]) -> bool:
+        cross = [pair(i, j) for i in ga for j in gb]
+        return any(c for c, _ in cross) and not any(t for _, t in cross)
+
+    return veto
 
 
 def consistent_clusters(
@@ -263,6 +326,7 @@ def consistent_clusters(
         # milliseconds each: most of the stage at 100k references)
         mb = mb.sort_values(["cluster_id", "record_id"], kind="mergesort").reset_index(drop=True)
         conflict = _member_conflict(mb, profile)
+        veto = _surname_group_veto(mb, profile)
         edges: dict[str, list[tuple]] = {}
         for cid, a, b, sc, k in zip(eb["cluster_id"].tolist(), eb["id1"].tolist(), eb["id2"].tolist(),
                                     eb["score"].tolist(), eb["kind"].tolist()):
@@ -275,7 +339,8 @@ def consistent_clusters(
             while e < len(rid) and cid_of[e] == cid_of[s]:
                 e += 1
             # a component's members by record_id, so conflict() sees the positions it saw per component
-            out = regroup(rid[s:e], edges.get(cid_of[s], []), lambda i, j, s=s: conflict(s + i, s + j))
+            out = regroup(rid[s:e], edges.get(cid_of[s], []), lambda i, j, s=s: conflict(s + i, s + j),
+                          None if veto is None else lambda ga, gb, s=s: veto([s + i for i in ga], [s + j for j in gb]))
             ids.extend(out.keys())
             cids.extend(out.values())
             s = e

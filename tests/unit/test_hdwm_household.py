@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from hdwm.config import load_profile
-from hdwm.consistency import CANNOT_LINK, LINK, MUST_LINK, _member_conflict, regroup_component
+from hdwm.consistency import CANNOT_LINK, LINK, MUST_LINK, _member_conflict, _surname_group_veto, regroup_component
 from hdwm.evidence import (
     common_given_name_conflict,
     conflicting,
@@ -159,6 +159,68 @@ def test_regroup_without_conflicts_is_transitive_closure():
     groups, _ = _regroup(["a", "b", "c", "d"], [("a", "b", 0.6, LINK), ("b", "c", 0.7, LINK),
                                                 ("c", "d", 0.8, LINK)], [])
     assert groups == [["a", "b", "c", "d"]]
+
+
+def _people(rows):
+    """members frame of (record_id, lead, nums, street) rows, and its regrouping."""
+    return pd.DataFrame(rows, columns=["record_id", "lead", "nums", "street"])
+
+
+def _regroup_people(members, edges, profile):
+    ed = pd.DataFrame(edges, columns=["id1", "id2", "score", "kind"])
+    out = regroup_component(members, ed, _member_conflict(members, profile), _surname_group_veto(members, profile))
+    groups = {}
+    for r, c in out.items():
+        groups.setdefault(c, set()).add(r)
+    return sorted(sorted(g) for g in groups.values())
+
+
+SURNAME_ON = PROFILE.model_copy(update={"clusterConsistency": True, "clusterSurnameRule": True})
+SURNAME_OFF = SURNAME_ON.model_copy(update={"clusterSurnameRule": False})
+
+
+def test_two_surnames_are_not_chained_through_a_reference_without_one():
+    # MARY WALSTEIN and MARY TORRES both link to a sparse MARY LANCASTER (no surname after the
+    # given name that could disagree); no number ties the two women
+    members = _people([("w1", ["MARY", "WALSTEIN"], ["727069605"], ["1061", "S"]),
+                       ("w2", ["MARY", "A", "WALSTEIN"], ["727069605"], []),
+                       ("t1", ["MARY", "L", "TORRES"], ["79955138"], ["4606", "N"]),
+                       ("s", ["MARY"], [], [])])
+    edges = [("w1", "w2", 0.95, LINK), ("s", "w1", 0.62, LINK), ("s", "t1", 0.58, LINK)]
+    assert _regroup_people(members, edges, SURNAME_OFF) == [["s", "t1", "w1", "w2"]]
+    assert _regroup_people(members, edges, SURNAME_ON) == [["s", "w1", "w2"], ["t1"]]  # the stronger link wins
+
+
+def test_a_number_shared_across_the_groups_bridges_a_married_name():
+    # the maiden name and the married name, tied by one SSN (one digit mistyped) somewhere in the
+    # two groups though not on the linking pair
+    members = _people([("m1", ["KATHLEEN", "STEVENS"], ["750361929"], []),
+                       ("m2", ["KATHLEEN", "STEVENS"], [], ["12", "OAK"]),
+                       ("w1", ["KATHLEEN", "WAGNER"], [], ["12", "OAK"]),
+                       ("w2", ["KATHLEEN", "WAGNER"], ["750361928"], ["40", "ELM"])])
+    edges = [("m1", "m2", 0.9, LINK), ("w1", "w2", 0.9, LINK), ("m2", "w1", 0.7, LINK)]
+    assert _regroup_people(members, edges, SURNAME_ON) == [["m1", "m2", "w1", "w2"]]
+    # ... or by the address where the maiden name was written (m2 and w1 give 12 OAK)
+    assert _regroup_people(members.assign(nums=[[], [], [], []]), edges, SURNAME_ON) == [["m1", "m2", "w1", "w2"]]
+    # another SSN each and no address in common: two women of one given name
+    other = members.assign(nums=[["750361929"], [], [], ["123456780"]], street=[[], ["12", "OAK"], ["7", "BAY"], []])
+    assert _regroup_people(other, edges, SURNAME_ON) == [["m1", "m2"], ["w1", "w2"]]
+    assert _regroup_people(other, edges, SURNAME_OFF) == [["m1", "m2", "w1", "w2"]]
+
+
+def test_the_group_veto_leaves_one_surname_and_must_links_alone():
+    members = _people([("a", ["JOHN", "SMITH"], [], []), ("b", ["JOHN", "SMYTH"], [], []),
+                       ("c", ["JOHN", "KOWALSKI"], [], [])])
+    # SMITH / SMYTH agree (Jaro-Winkler): joined; KOWALSKI is kept apart
+    assert _regroup_people(members, [("a", "b", 0.8, LINK), ("b", "c", 0.7, LINK)], SURNAME_ON) == [["a", "b"], ["c"]]
+    # a human must-link joins SMYTH and KOWALSKI whatever the surnames; SMITH then joins that
+    # group, tied by SMYTH (the surnames agree), though SMITH / KOWALSKI disagree
+    assert _regroup_people(members, [("a", "b", 0.8, LINK), ("b", "c", 1.0, MUST_LINK)], SURNAME_ON) == \
+        [["a", "b", "c"]]
+    # without that tie, nothing joins SMITH to the KOWALSKI group
+    lone = _people([("a", ["JOHN", "SMITH"], [], []), ("x", ["JOHN"], [], []), ("c", ["JOHN", "KOWALSKI"], [], [])])
+    assert _regroup_people(lone, [("a", "x", 0.8, LINK), ("x", "c", 1.0, MUST_LINK)], SURNAME_ON) == [["a"], ["c", "x"]]
+    assert _surname_group_veto(members, SURNAME_OFF) is None
 
 
 def test_regroup_human_decisions_override():
@@ -340,6 +402,7 @@ def test_bucketed_regrouping_equals_one_component_at_a_time(spark, monkeypatch, 
         members = fp[fp.record_id.isin([r for r, c in comps if c == cid])].sort_values("record_id").reset_index(drop=True)
         ed = pd.DataFrame([(a, b, s, LINK) for a, b, s in links if a in set(members.record_id)],
                           columns=["id1", "id2", "score", "kind"])
-        want.update(regroup_component(members, ed, consistency._member_conflict(members, PROFILE)))
+        want.update(regroup_component(members, ed, consistency._member_conflict(members, PROFILE),
+                                      consistency._surname_group_veto(members, PROFILE)))
     assert got == want
     assert len(set(want.values())) > 3  # the households were split: the comparison is not trivial
