@@ -23,12 +23,7 @@ def repo() -> Path:
 @pytest.fixture(scope="session")
 def sqlcapture():
     """``benchmarks/sqlcapture.py`` (SQL statement capture and reading; not part of the product)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("sqlcapture", REPO / "benchmarks" / "sqlcapture.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _benchmark_module("sqlcapture")
 
 
 @pytest.fixture(scope="session")
@@ -67,29 +62,37 @@ def spark():
 # database on the local service (127.0.0.1:5432, trust auth) per session.
 # --------------------------------------------------------------------------
 
-PG_HOST, PG_PORT, PG_USER = "127.0.0.1", 5432, "postgres"
+def _benchmark_module(name: str):
+    """``benchmarks/<name>.py`` as a module (benchmark helpers the tests share; not part of the product)."""
+    import importlib.util
+    import sys
+
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
-def _pg_admin():
-    import psycopg
-
-    return psycopg.connect(host=PG_HOST, port=PG_PORT, user=PG_USER, dbname="postgres",
-                           autocommit=True, connect_timeout=3)
+_nights = _benchmark_module("registry_nights")  # standard library only at import
+PG_HOST, PG_PORT, PG_USER = _nights.PG_HOST, _nights.PG_PORT, _nights.PG_USER
 
 
 @pytest.fixture(scope="session")
 def pg_database():
-    """Name of a PostgreSQL database created for this test session, dropped after."""
+    """Name of a PostgreSQL database created for this test session, dropped after
+    (``benchmarks/registry_nights.scratch_postgres``)."""
     try:
-        admin = _pg_admin()
+        scratch = _nights.scratch_postgres("washline_test")
+        name = scratch.__enter__()
     except Exception as exc:  # a laptop without PostgreSQL: skip, CI has it
         pytest.skip(f"PostgreSQL not reachable on {PG_HOST}:{PG_PORT}: {exc}")
-    name = f"washline_test_{os.getpid()}"
-    admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-    admin.execute(f'CREATE DATABASE "{name}"')
-    yield name
-    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    admin.close()
+    try:
+        yield name
+    finally:
+        scratch.__exit__(None, None, None)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -15,28 +15,27 @@ its pairwise F1 against the incremental entities.
 
 The inputs are the FEBRL4 entities numbered below ``ENTITIES`` (both parts), so
 the test stays within a few minutes on two shared cores; the full 10,000-record
-targets of the issue are measured by ``make demo`` (benchmarks/README.md).
+targets of the issue are measured by ``benchmarks/registry_nights.py`` (also on PostgreSQL staging
+and a Spark standalone cluster; benchmarks/README.md), which shares this test's helpers.
 
 The runs use the DAG's default ``entity_registry=true``.
 """
 
 from __future__ import annotations
 
-import csv
-import json
-import os
 import sqlite3
-import subprocess
 import sys
-from itertools import combinations
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+# the helpers this test shares with benchmarks/registry_nights.py (the full-size runs, PostgreSQL, cluster)
+from registry_nights import airflow_env, kept_share, land, pairwise_f1, registry_tables  # noqa: E402
+from registry_nights import dags_test as run_dags_test  # noqa: E402
+
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 D1, D2, D3 = "2025-01-01", "2025-01-02", "2025-01-03"
 ENTITIES = 1000  # FEBRL4 entity numbers 0..999: ~1,000 references per night
 NIGHT3 = range(1000, 1100)  # the rebuild night: part B of entities 1000..1099 (no part A in the registry)
@@ -44,95 +43,39 @@ F1_FLOOR = 0.95
 KEPT_IDS_FLOOR = 0.99
 
 
-def entity(rec_id: str) -> int:
-    return int(rec_id.split("-")[1])
-
-
-def land(env: dict, data: Path, dataset: str, ds: str, keep=range(ENTITIES)) -> set[str]:
-    """Land the data set the product's way, keep the entities numbered in ``keep``."""
-    subprocess.run([sys.executable, "-m", "washline.demo", "land", "--dataset", dataset, "--ds", ds, "--exclusive"],
-                   env=env, check=True, capture_output=True, text=True)
-    kept: set[str] = set()
-    for path in sorted((data / "landing" / dataset / ds).glob("*.csv")):
-        with path.open(newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
-        body = [r for r in rows[1:] if entity(r[0]) in keep]
-        kept.update(r[0] for r in body)
-        tmp = path.with_suffix(".tmp")
-        with tmp.open("w", newline="", encoding="utf-8") as fh:
-            csv.writer(fh).writerows([rows[0], *body])
-        os.replace(tmp, path)
-    return kept
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     data = tmp_path_factory.mktemp("data")
-    env = dict(os.environ)
-    env.update({
-        "WASHLINE_DATA": str(data),
-        "WASHLINE_SPARK_DRIVER_MEMORY": "1g",
-        "AIRFLOW_HOME": env.get("AIRFLOW_HOME", str(REPO / ".airflow")),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(
-            {"conn_type": "spark", "host": "local[2]", "extra": {"deploy-mode": "client"}}),
-        "AIRFLOW_CONN_WASHLINE_STAGING": json.dumps(
-            {"conn_type": "sqlite", "host": str(data / "staging" / "washline.db")}),
-        "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
-    })
+    env = airflow_env(data)
+    env["WASHLINE_SPARK_DRIVER_MEMORY"] = "1g"
     if not (Path(env["AIRFLOW_HOME"]) / "airflow.db").exists():
         pytest.skip("Airflow metadata DB missing: run the suite through `make test`")
-    (data / "staging").mkdir()
-    ids = {D1: land(env, data, "febrl4a", D1), D2: land(env, data, "febrl4b", D2)}
+    ids = {D1: land(env, data, "febrl4a", D1, range(ENTITIES)), D2: land(env, data, "febrl4b", D2, range(ENTITIES))}
     return {"env": env, "data": data, "ids": ids}
 
 
 def dags_test(world: dict, ds: str, attempt: str, conf: dict | None = None) -> tuple[int, dict, str]:
-    log = world["data"] / f"dags-test-{ds}-{attempt}.log"
-    with log.open("w") as fh:
-        proc = subprocess.run([str(BIN / "airflow"), "dags", "test", "washline_nightly", ds,
-                               *(["-c", json.dumps(conf)] if conf else [])],
-                              env=world["env"], stdout=fh, stderr=subprocess.STDOUT, timeout=1800)
-    summary = json.loads((world["data"] / "lake" / "reports" / ds / "run_summary.json").read_text())
-    return proc.returncode, summary, log.read_text()
+    res = run_dags_test(world["env"], world["data"], ds, attempt, conf)
+    assert res["summary"] is not None, res["log"][-6000:]
+    return res["rc"], res["summary"], res["log"]
 
 
-def registry_tables(world: dict) -> dict[str, list[tuple]]:
+def registry_tables_of(world: dict) -> dict[str, list[tuple]]:
     conn = sqlite3.connect(world["data"] / "staging" / "washline.db")
     try:
-        return {
-            "entity_members": conn.execute("SELECT source, record_id, entity_id, first_seen_ds, last_changed_ds "
-                                           "FROM entity_members ORDER BY source, record_id").fetchall(),
-            "entities": conn.execute("SELECT * FROM entities ORDER BY entity_id").fetchall(),
-            "entity_changes": conn.execute("SELECT * FROM entity_changes ORDER BY ds, entity_id, change").fetchall(),
-        }
+        return registry_tables(conn)
     finally:
         conn.close()
-
-
-def pairwise_f1(members: list[tuple]) -> float:
-    groups: dict[str, list[str]] = {}
-    truth: dict[int, list[str]] = {}
-    for source, rec, eid, *_ in members:
-        key = f"{source}|{rec}"
-        groups.setdefault(eid, []).append(key)
-        truth.setdefault(entity(rec), []).append(key)
-    pairs = lambda gs: {frozenset(p) for g in gs.values() for p in combinations(sorted(g), 2)}  # noqa: E731
-    predicted, true = pairs(groups), pairs(truth)
-    tp = len(predicted & true)
-    return 2 * tp / (len(predicted) + len(true)) if predicted or true else 1.0
 
 
 @pytest.fixture(scope="module")
 def nights(world):
     rc1, s1, log1 = dags_test(world, D1, "1")
     assert rc1 == 0, log1[-6000:]
-    after1 = registry_tables(world)
+    after1 = registry_tables_of(world)
     rc2, s2, log2 = dags_test(world, D2, "1")
     assert rc2 == 0, log2[-6000:]
-    return {"summaries": (s1, s2), "after1": after1, "after2": registry_tables(world)}
+    return {"summaries": (s1, s2), "after1": after1, "after2": registry_tables_of(world)}
 
 
 def test_two_nights_build_one_registry(world, nights):
@@ -147,9 +90,7 @@ def test_two_nights_build_one_registry(world, nights):
     ents = nights["after2"]["entities"]
     assert sum(e[1] for e in ents) == len(members) and {m[2] for m in members} == {e[0] for e in ents}
     # night 1's ids survive night 2
-    first = {(m[0], m[1]): m[2] for m in nights["after1"]["entity_members"]}
-    now = {(m[0], m[1]): m[2] for m in members}
-    kept = sum(now[k] == v for k, v in first.items()) / len(first)
+    kept = kept_share(nights["after1"]["entity_members"], members)
     assert kept >= KEPT_IDS_FLOOR, kept
     f1 = pairwise_f1(members)
     assert f1 >= F1_FLOOR, f1
@@ -165,30 +106,30 @@ def test_two_nights_build_one_registry(world, nights):
 def test_rerun_of_night_2_leaves_the_registry_identical(world, nights):
     rc, summary, log = dags_test(world, D2, "rerun")
     assert rc == 0 and summary["published"], log[-6000:]
-    assert registry_tables(world) == nights["after2"]
+    assert registry_tables_of(world) == nights["after2"]
 
 
 def test_relinking_night_1_after_night_2_is_refused(world, nights):
-    before = registry_tables(world)
+    before = registry_tables_of(world)
     rc, summary, log = dags_test(world, D1, "refused")
     assert rc != 0 and not summary["published"]
     because = " ".join(summary["not_published_because"])
     # the summary quotes the link job's own refusal (metrics.error.json), not "see the task log"
     assert (f"link failed permanently (spark-submit exit 2): ds {D1} is before the published ds {D2}: "
             "relinking it would fork the registry") in because, because
-    assert registry_tables(world) == before
+    assert registry_tables_of(world) == before
 
 
 def test_rebuild_param_relinks_the_history_and_publishes_it(world, nights):
     """Night 3 with rebuild=true: night 2's published state and the night relinked in one batch."""
-    before = registry_tables(world)
+    before = registry_tables_of(world)
     night3 = land(world["env"], world["data"], "febrl4b", D3, keep=NIGHT3)
     rc, summary, log = dags_test(world, D3, "rebuild", conf={"rebuild": True})
     assert rc == 0 and summary["published"], log[-6000:]
     reg = summary["registry"]
     assert reg["rebuild"] is True and reg["base_ds"] == D2 and reg["night_references"] == len(night3)
     assert 0.95 <= reg["rebuild_f1"] <= 1.0, reg  # the batch agrees with the incremental entities
-    after = registry_tables(world)
+    after = registry_tables_of(world)
     members = after["entity_members"]
     assert len(members) == len(before["entity_members"]) + len(night3) == reg["references_total"]
     assert pairwise_f1(members) >= F1_FLOOR
