@@ -220,3 +220,16 @@ def test_a_report_that_cannot_be_written_leaves_the_summary_and_says_why(tmp_pat
     tasks.write_html_report(paths, summary)
     saved = json.loads(paths.summary.read_text())
     assert saved["report_html"] is None and saved["report_html_error"] == "RuntimeError: disk full"
+
+
+@pytest.mark.parametrize("updates", [0, 3])
+def test_registry_cards_say_how_many_golden_records_changed(tmp_path, updates):
+    # an entity whose members stay but whose golden record changes is an `update` change row
+    # (issue 13); the night's cards count them beside new entities, merges and splits
+    paths, summary = published_night(tmp_path)
+    summary["registry"] = {"new_entities": 5, "joined_existing": 7, "merges": 1, "splits": 0,
+                           "entities_total": 40, "updates": updates}
+    text = write_report(paths, summary).read_text()
+    assert "joined existing entities" in text
+    card = re.search(r"<b>([\d,]+)</b><span>golden records updated</span>", text)
+    assert (card.group(1) if card else None) == ("3" if updates else None)
