@@ -185,8 +185,8 @@ class LinkageProfile(BaseModel):
     surnameConflictRule: bool = False
     #: washline cluster-level evidence (``hdwm.consistency._surname_group_veto``,
     #: with clusterConsistency): two groups of a component that disagree on the
-    #: surname are joined only when a long number ties them (an SSN or a date of
-    #: birth of a member of one agrees with one of a member of the other).
+    #: surname are joined only when a cross pair ties them (a surname token, a
+    #: long number or the street address agrees).
     clusterSurnameRule: bool = False
     #: washline negative evidence: a pair whose identifier tokens (all-digit,
     #: ≥ identifierMinLen digits, not a YYYYMMDD date) all disagree, and whose
@@ -354,7 +354,7 @@ def load_profile(name_or_path: str | os.PathLike | LinkageProfile | None = "defa
         LinkageProfile
 
     Raises:
-        ProfileError: file not found, not a YAML mapping, or invalid values
+        ProfileError: file not found or unreadable, not UTF-8, not a YAML mapping, or invalid values
             (the message lists each bad field, e.g. "beta must be ≥ 2 and < sigma").
     """
     if isinstance(name_or_path, LinkageProfile):
@@ -363,7 +363,11 @@ def load_profile(name_or_path: str | os.PathLike | LinkageProfile | None = "defa
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
-        raise ProfileError(f"{path}: not valid YAML: {exc}") from exc
+        raise ProfileError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from exc
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from exc
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read the profile: {exc.strerror or exc}") from exc
     if not isinstance(data, dict):
         raise ProfileError(f"{path}: a profile must be a YAML mapping of DWM parameters")
     data.setdefault("name", path.stem)

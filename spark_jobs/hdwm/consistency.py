@@ -219,9 +219,14 @@ def _surname_group_veto(members: pd.DataFrame, profile: LinkageProfile):
         hit = memo.get(key)
         if hit is None:
             sc = surname_conflict(lead[i], lead[j])
-            # a tie by name needs a surname token of each to agree; a given name written last
-            # (``TORRES, MARY``) makes two name parts merely not conflict, which ties nothing
-            tie = (any(_name_tokens_agree(x, y) for x in rest[i] for y in rest[j])
+            # a tie by name needs the surname of each to agree: the first surname token of one
+            # against the first two of the other (a double-barrelled name, a middle name written
+            # out). Later tokens of a name part can be the city of a reference without a street
+            # (``MARY TORRES LANCASTER CA``), and one city ties nobody; a given name written last
+            # (``TORRES, MARY``) makes two name parts merely not conflict, which ties nothing either
+            tie = (any(_name_tokens_agree(x, y) for x, y in
+                       [(a, b) for a in rest[i][:1] for b in rest[j][:2]]
+                       + [(a, b) for a in rest[j][:1] for b in rest[i][:2]])
                    or same_street(street[i], street[j])
                    or bool(nums[i] and nums[j] and _numbers_agree(nums[i], nums[j], k)))
             hit = memo[key] = (sc and not tie, tie)

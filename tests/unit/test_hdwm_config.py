@@ -54,3 +54,19 @@ def test_invalid_profiles_raise_clear_errors(tmp_path, body, needle):
 def test_unknown_profile_name():
     with pytest.raises(ProfileError, match="not found"):
         load_profile("no-such-profile")
+
+
+def test_a_profile_that_is_not_utf8_or_not_a_file_is_a_profile_error(tmp_path):
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes(b"mu: 0.5\n# caf\xe9\n")
+    with pytest.raises(ProfileError, match=r"latin1.yaml: not UTF-8 text"):
+        load_profile(str(latin1))
+    folder = tmp_path / "folder.yaml"
+    folder.mkdir()
+    with pytest.raises(ProfileError, match=r"folder.yaml"):  # a folder is no profile file
+        load_profile(str(folder))
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("mu: [0.5\n")
+    with pytest.raises(ProfileError) as err:
+        load_profile(str(broken))
+    assert "not valid YAML" in str(err.value) and "\n" not in str(err.value)  # one line for the CLI's error:

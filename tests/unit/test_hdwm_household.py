@@ -191,6 +191,21 @@ def test_two_surnames_are_not_chained_through_a_reference_without_one():
     assert _regroup_people(members, edges, SURNAME_ON) == [["s", "w1", "w2"], ["t1"]]  # the stronger link wins
 
 
+def test_a_city_after_the_surname_ties_nobody():
+    # a reference without a street: its name part runs on into the city (MARY WALSTEIN LANCASTER).
+    # Another group holds MARY TORRES and MARY TORRES RUSSELL LANCASTER: LANCASTER is no surname
+    members = _people([("w", ["MARY", "WALSTEIN", "LANCASTER"], [], []), ("t", ["MARY", "TORRES"], [], []),
+                       ("r", ["MARY", "TORRES", "RUSSELL", "LANCASTER"], [], [])])
+    assert _surname_group_veto(members, SURNAME_ON)([0], [1, 2])
+    # a double-barrelled surname or a middle name written out still ties on the surname
+    # (the first surname token of one among the first two of the other)
+    kin = _people([("a", ["SARAH", "STEWART", "BARKER"], [], []), ("b", ["SARAH", "JONES"], [], []),
+                   ("c", ["SARAH", "BARKER"], [], []), ("d", ["SARAH", "ANN", "JONES"], [], [])])
+    veto = _surname_group_veto(kin, SURNAME_ON)
+    assert not veto([0], [1, 2])  # STEWART-BARKER / BARKER
+    assert veto([2], [1]) and not veto([1], [3])  # BARKER / JONES: apart; JONES / ANN JONES: tied
+
+
 def test_a_number_shared_across_the_groups_bridges_a_married_name():
     # the maiden name and the married name, tied by one SSN (one digit mistyped) somewhere in the
     # two groups though not on the linking pair
