@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
                "neighbourhood": r["neighbourhood_references"], "new": r["new_references"],
                "joined": r["joined_existing"], "merges": r["merges"], "splits": r["splits"],
                "references_total": r["references_total"], "entities_total": r["entities_total"],
-               "night_f1": (payload["pairwise"] or {}).get("f1")}
+               "night_f1": (payload["pairwise"] or {}).get("f1"),
+               "load_1min": round(os.getloadavg()[0], 1)}
         per_night.append(rec)
         print(f"[bench] night {rec['night']}: {json.dumps(rec)}", file=sys.stderr, flush=True)
         if a.json:
@@ -189,11 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     results["load_end"] = os.getloadavg()
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=2))
-    print("| night | seconds | x night 1 | neighbourhood | new | joined | merges | splits | night F1 |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| night | seconds | x night 1 | neighbourhood | new | joined | merges | splits | night F1 | load |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in per_night:
         print(f"| {r['night']} | {r['seconds']} | {r['seconds'] / base_s:.2f} | {r['neighbourhood']} | {r['new']} | "
-              f"{r['joined']} | {r['merges']} | {r['splits']} | {'n/a' if r['night_f1'] is None else r['night_f1']} |")
+              f"{r['joined']} | {r['merges']} | {r['splits']} | {'n/a' if r['night_f1'] is None else r['night_f1']} | {r['load_1min']} |")
     print(json.dumps({k: v for k, v in results.items() if k != "per_night_results"}, indent=2))
     spark.stop()
     return 0
