@@ -45,6 +45,7 @@ sys.path.insert(0, str(REPO / "spark_jobs"))
 def _load(path: Path, name: str):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # a dataclass in the module looks its module up while it is built
     spec.loader.exec_module(mod)
     return mod
 

@@ -31,11 +31,11 @@ def execute(conn_id, *statements):
     conn.close()
 
 
-def stage(conn_id, tmp_path, version, n):
+def stage(conn_id, tmp_path, version, n, load_id=None):
     write_version(tmp_path / "lake", version)
     sources = write_slice(tmp_path / "spark", version.ds, n=n)
     sources.update(version_sources(RunPaths(version.ds, tmp_path, tmp_path / "landing")))
-    load_slice(conn_id, version.ds, sources, f"run-{version.ds}")
+    load_slice(conn_id, version.ds, sources, load_id or f"run-{version.ds}")
 
 
 @pytest.fixture
@@ -91,6 +91,38 @@ def test_vanished_entity_without_a_merge_row_blocks_publish(night2_staged, tmp_p
     assert hit["status"] == "FAIL" and hit["unexpected_count"] == 1 and hit["sample"] == [vanished]
     assert failing(summary) == {("entity_continuity", "expect_column_values_to_be_null", "vanished_id")}
     assert summary["blocks_publish"]
+
+
+def test_rerun_of_the_latest_date_may_mint_other_ids(night2_staged, tmp_path):
+    """Night 2 published, then run again with another result: the reference
+    that was a new entity now grows an old one. The published state is night
+    2's earlier result, so its minted id is absent from the rerun; that id was
+    never in the state the rerun linked against (night 1's), so it has not
+    vanished. A night-1 id that disappears without a merge row still fails.
+    (Not covered: a night-1 id the earlier result merged away is absent from
+    the published state, so a rerun that drops it is not caught.)"""
+    from registry_data import Version
+
+    conn_id, night2 = night2_staged
+    publish_slice(conn_id, D2, with_entities=True)
+    minted = next(c[0] for c in night2.changes if c[1] == "new")
+    grown = next(m[2] for m in night2.members if m[1] == "a3")
+    members = [(s, r, grown if r == "b3" else e, f, l) for s, r, e, f, l in night2.members]
+    changes = [c for c in night2.changes if c[1] != "new"] + [(grown, "grow", "", 3)]
+    rerun = Version(D2, D1, members, changes, night_references=4, joined_existing=4)
+    stage(conn_id, tmp_path, rerun, 4, load_id="rerun-2")
+    summary = validate(conn_id, tmp_path, rerun.complete())
+    hit = row(summary, "entity_continuity", "expect_column_values_to_be_null", "vanished_id")
+    assert hit["status"] == "PASS" and hit["element_count"] == 3, runner.format_table(summary)
+    assert minted not in {m[2] for m in rerun.members}
+    assert not summary["blocks_publish"], runner.format_table(summary)
+    # a night-1 id the rerun drops without a merge or split row still vanishes
+    kept = next(m[2] for m in night2.members if m[1] == "a1")
+    execute(conn_id, f"UPDATE staging_entities SET entity_id = 'E00000000000000ff' "
+                     f"WHERE ds = '{D2}' AND entity_id = '{kept}'")
+    summary = validate(conn_id, tmp_path, rerun.complete())
+    hit = row(summary, "entity_continuity", "expect_column_values_to_be_null", "vanished_id")
+    assert hit["status"] == "FAIL" and hit["sample"] == [kept], runner.format_table(summary)
 
 
 def test_orphan_member_and_count_mismatches_are_caught(night2_staged, tmp_path):

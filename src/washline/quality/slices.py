@@ -106,16 +106,23 @@ SLICE_QUERIES = {
         "ON e.entity_id = c.entity_id "
         "WHERE c.ds = '{ds}'"
     ),
-    # Each PUBLISHED entity (the state the night linked against): vanished_id is
-    # its id when it is neither in the staged state nor named by a merge or
-    # split row of the night, else NULL.
+    # Each PUBLISHED entity of the state the night linked against: vanished_id
+    # is its id when it is neither in the staged state nor named by a merge or
+    # split row of the night, else NULL. On a rerun of the latest published
+    # date the published state is that date's earlier result, so the ids that
+    # result minted (a published change row of the date: ``new``, or a
+    # ``split`` part that is not its own source) are left out: they were not
+    # in the predecessor's state, and a rerun may mint others.
     "entity_continuity": (
         "SELECT p.entity_id AS entity_id, "
         "CASE WHEN EXISTS (SELECT 1 FROM {entities} s WHERE s.ds = '{ds}' AND s.entity_id = p.entity_id) "
         "OR EXISTS (SELECT 1 FROM {changes} c WHERE c.ds = '{ds}' AND c.change IN ('merge', 'split') "
         "AND ',' {cat} c.from_entity_ids {cat} ',' LIKE '%,' {cat} p.entity_id {cat} ',%') "
         "THEN NULL ELSE p.entity_id END AS vanished_id "
-        "FROM {published_entities} p"
+        "FROM {published_entities} p "
+        "WHERE NOT EXISTS (SELECT 1 FROM {published_changes} m WHERE m.ds = '{ds}' "
+        "AND m.entity_id = p.entity_id AND (m.change = 'new' OR (m.change = 'split' "
+        "AND ',' {cat} COALESCE(m.from_entity_ids, '') {cat} ',' NOT LIKE '%,' {cat} p.entity_id {cat} ',%')))"
     ),
 }
 
@@ -143,4 +150,5 @@ def query_for(suite: str, ds: str, dialect: str, schema: str | None = None) -> s
         members=qualify("staging_entity_members", dialect, schema),
         entities=qualify("staging_entities", dialect, schema),
         changes=qualify("staging_entity_changes", dialect, schema),
-        published_entities=qualify("entities", dialect, schema))
+        published_entities=qualify("entities", dialect, schema),
+        published_changes=qualify("entity_changes", dialect, schema))
