@@ -39,7 +39,7 @@ from washline.assets import PUBLISHED
 from washline.integrity.operator import DatabaseIntegrityCheckOperator
 from washline.links import DataDocsLink, ReportLink, with_links
 from washline.operators import SparkJobOperator
-from washline.paths import CONN_ID_RE, INPUT_FOLDER_RE, PROFILE_RE, SCHEMA_RE
+from washline.paths import CONN_ID_RE, INPUT_FOLDER_RE, MEMORY_RE, PROFILE_RE, SCHEMA_RE
 
 DAG_ID = "washline_nightly"
 
@@ -81,6 +81,15 @@ DAG_ID = "washline_nightly"
             pattern=PROFILE_RE,
             title="Linkage profile",
             description="HDWM parameter profile: include/config/<profile>.yaml.",
+        ),
+        "executor_memory": Param(
+            "",
+            type="string",
+            pattern=MEMORY_RE,
+            title="Executor memory",
+            description=("Heap of each Spark executor on a cluster (spark-submit --executor-memory), e.g. 4g or "
+                         "1536m; empty = the Spark connection's or Spark's default (1g). In local mode the "
+                         "driver is the executor: set WASHLINE_SPARK_DRIVER_MEMORY instead."),
         ),
         "entity_registry": Param(
             True,

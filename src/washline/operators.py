@@ -21,7 +21,7 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from jobcontract import PERMANENT_EXIT_CODES, error_path, pyfiles_zip
-from washline.paths import PROFILE_PATTERN, REPO_ROOT, ParamError, RunPaths, run_ds, validate_name
+from washline.paths import MEMORY_PATTERN, PROFILE_PATTERN, REPO_ROOT, ParamError, RunPaths, run_ds, validate_name
 
 SPARK_JOBS = REPO_ROOT / "spark_jobs"
 JOBS = ("cleanse", "link")
@@ -110,6 +110,22 @@ def link_mode(params: Any) -> dict[str, bool]:
     return {"registry": registry, "rebuild": rebuild}
 
 
+def executor_memory(params: Any) -> str | None:
+    """The run's Param ``executor_memory`` for spark-submit's ``--executor-memory``.
+
+    JVM units (``"2g"``, ``"1536m"``): the heap of each executor on a
+    standalone or Kubernetes cluster (in ``local[*]`` the driver is the
+    executor and ``WASHLINE_SPARK_DRIVER_MEMORY`` sizes it). Empty or absent
+    means the operator's own ``executor_memory``, else Spark's default (1g).
+
+    Raises:
+        ParamError: the value is not a positive number followed by m or g.
+    """
+    value = params.get("executor_memory", "") or ""
+    validate_name(value, MEMORY_PATTERN, "executor_memory")
+    return value.lower() or None
+
+
 def spark_conf(overrides: dict[str, str] | None = None) -> dict[str, str]:
     """The Spark settings of a washline job: ``BASE_CONF``, then
     ``spark.pyspark.python`` (``WASHLINE_PYSPARK_PYTHON``, else this
@@ -155,7 +171,8 @@ class SparkJobOperator(SparkSubmitOperator):
     ``spark_default``), so the same DAG runs on ``local[*]``, a standalone
     cluster or Kubernetes. Params read at run time: ``input_folder`` (landing
     root, inside the data root), ``profile`` (linkage profile name) and, for
-    ``link``, ``entity_registry`` and ``rebuild`` (:func:`link_mode`). The date is
+    ``link``, ``entity_registry`` and ``rebuild`` (:func:`link_mode`), and
+    ``executor_memory`` (:func:`executor_memory`). The date is
     ``washline.paths.run_ds``: the logical date, or for a run without one the
     UTC date of its ``run_after``.
 
@@ -190,6 +207,7 @@ class SparkJobOperator(SparkSubmitOperator):
         kwargs.setdefault("name", f"washline-{job}")
         super().__init__(**kwargs)
         self.job = job
+        self._own_executor_memory = self._executor_memory  # what a run without the Param gets
 
     def execute(self, context: Any) -> dict[str, Any]:
         """Run the job; a permanent failure (bad Param, no input, bad profile,
@@ -239,9 +257,9 @@ class SparkJobOperator(SparkSubmitOperator):
         """Read this run's Params and set the fields spark-submit is built from.
 
         Sets ``application_args`` (:func:`job_arguments`), ``py_files`` (the
-        engine zip in ``<lake>/_build``, :func:`build_pyfiles_zip`) and
-        ``conf`` (:func:`spark_conf` over the operator's own, rendered
-        ``conf``). Calling it again for the same run gives the same fields.
+        engine zip in ``<lake>/_build``, :func:`build_pyfiles_zip`), ``conf``
+        (:func:`spark_conf` over the operator's own, rendered ``conf``) and,
+        when the Param is given, the executor memory (:func:`executor_memory`). Calling it again for the same run gives the same fields.
 
         Returns:
             The run's folders and its link mode (:func:`link_mode`; both false
@@ -257,6 +275,7 @@ class SparkJobOperator(SparkSubmitOperator):
         self.application_args = job_arguments(self.job, paths, profile, **mode)
         self.py_files = str(build_pyfiles_zip(paths.lake / "_build"))
         self.conf = spark_conf(self.conf)
+        self._executor_memory = executor_memory(params) or self._own_executor_memory
         return paths, mode
 
     def spark_submit_command(self, context: Any) -> list[str]:

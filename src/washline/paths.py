@@ -42,7 +42,10 @@ CONN_ID_RE = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,249}$"  # an Airflow connection id
 IDENTIFIER_RE = r"^[A-Za-z_][A-Za-z0-9_]{0,62}$"  # a SQL schema, table or view name (unquoted)
 SCHEMA_RE = f"^({IDENTIFIER_RE[1:-1]})?$"  # a schema, or empty for the connection's default
 INPUT_FOLDER_RE = r"^[A-Za-z0-9_./-]{1,255}$"  # then resolved under the data root (resolve_under_root)
+#: JVM memory for spark-submit's --executor-memory ("2g", "1536m"), or empty for the connection's / Spark's default
+MEMORY_RE = r"^([1-9][0-9]{0,6}[mMgG])?$"
 PROFILE_PATTERN = re.compile(PROFILE_RE)
+MEMORY_PATTERN = re.compile(MEMORY_RE)
 CONN_ID_PATTERN = re.compile(CONN_ID_RE)
 
 

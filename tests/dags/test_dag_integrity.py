@@ -70,7 +70,8 @@ def test_nightly_shape(dagbag):
     assert dag.schedule == "0 2 * * *"
     assert dag.max_active_runs == 1
     assert set(dag.params.keys()) == {"input_folder", "staging_conn_id", "staging_schema", "profile",
-                                      "entity_registry", "rebuild"}
+                                      "executor_memory", "entity_registry", "rebuild"}
+    assert dag.params["executor_memory"] == ""
     assert dag.params["rebuild"] is False and dag.params["entity_registry"] is True
     schema = dag.params.get_param("entity_registry").schema
     assert schema["type"] == "boolean" and "isolation" in dag.params.get_param("entity_registry").description

@@ -80,6 +80,21 @@ def test_link_command_follows_the_registry_params(data):
     assert options(op.spark_submit_command(context()), "--name") == ["washline-link"]
 
 
+def test_executor_memory_param_sizes_the_executors(data):
+    op = SparkJobOperator(task_id="link", job="link")
+    assert options(op.spark_submit_command(context()), "--executor-memory") == []
+    assert options(op.spark_submit_command(context(executor_memory="")), "--executor-memory") == []
+    assert options(op.spark_submit_command(context(executor_memory="6G")), "--executor-memory") == ["6g"]
+    # the operator's own value stays when the Param is empty
+    own = SparkJobOperator(task_id="link", job="link", executor_memory="3g")
+    assert options(own.spark_submit_command(context()), "--executor-memory") == ["3g"]
+    assert options(own.spark_submit_command(context(executor_memory="1536m")), "--executor-memory") == ["1536m"]
+    assert options(own.spark_submit_command(context()), "--executor-memory") == ["3g"]
+    for bad in ("6", "0g", "6gb", "-1g", "6g --conf x=y", 6):
+        with pytest.raises(ParamError, match="executor_memory"):
+            op.spark_submit_command(context(executor_memory=bad))
+
+
 def test_templated_conf_is_rendered_into_the_command(data):
     op = SparkJobOperator(task_id="cleanse", job="cleanse", conf={"spark.app.tag": "night-{{ ds }}"})
     ctx = context()
