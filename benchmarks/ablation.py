@@ -17,7 +17,7 @@ when no block is split (``maxBlockSize`` not reached, as on 1k–10k inputs):
 S8P all rules on and all off give the engine's exact pairwise figures.
 
 Rules that change tokens, blocks or step-1 features (``canonicalNumbers``,
-``givenNameFromData``, ``rareTokenBlocks``, ``householdIdentifierRule``) need
+``givenNameFromData``, ``rareTokenBlocks``, ``initialPairBlocks``, ``householdIdentifierRule``) need
 step 1 again: pass ``--off RULE`` (or ``--on RULE``) to run the whole table
 with that rule off (on); ``--set frequentPairMaxBlock=0`` sets a number.
 

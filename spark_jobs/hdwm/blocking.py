@@ -123,6 +123,11 @@ def frequent_pair_keys(tokens: DataFrame, freq: DataFrame, profile: LinkageProfi
         .filter((F.col("t1") < F.col("t2")) & (F.greatest("f1", "f2") > profile.beta))
         .select("record_id", F.concat_ws(" ", "t1", "t2").alias("block_key"))
     )
+    if profile.initialPairBlocks:
+        # a word and an initial of one reference ("ULLAH R"): see LinkageProfile.initialPairBlocks
+        initials = ex.filter(F.col("token").rlike(r"^[A-Z]$")).select("record_id", F.col("token").alias("t2"))
+        keys = keys.unionByName(
+            a.join(initials, "record_id").select("record_id", F.concat_ws(" ", "t1", "t2").alias("block_key")))
     return (
         keys.withColumn("ub", F.count(F.lit(1)).over(Window.partitionBy("block_key")))
         .filter(F.col("ub") <= profile.frequentPairMaxBlock)

@@ -124,6 +124,13 @@ class LinkageProfile(BaseModel):
     #: person who moved keeps "JOHN SMITH" when both names are too frequent
     #: to block alone. 0 = off.
     frequentPairMaxBlock: int = Field(0, ge=0)
+    #: washline: with ``frequentPairMaxBlock``, a word token (as there, below
+    #: sigma) paired with a one-letter token of the same reference (an
+    #: initial) is a block key too, under the same cap. A person who moved and
+    #: writes the given name differently (ANGIE / ANGELINA) keeps the surname
+    #: and the middle initial; a rare surname alone is above ``√beta``, and an
+    #: initial is shorter than ``minBlkTokenLen``, so no other key joins them.
+    initialPairBlocks: bool = False
 
     # --- stop tokens / comparison (DWM55, DWM65/66) ---
     sigma: int = 12

@@ -148,3 +148,23 @@ def test_rare_pair_of_frequent_names_is_a_block(spark):
     stop = {tuple(r) for r in build_blocks(tokens, freq, base.model_copy(
         update={"frequentPairMaxBlock": 3, "sigma": 7})).pairs.collect()}
     assert stop == {("m1", "m2")}
+
+
+def test_a_word_and_an_initial_of_one_reference_block(spark):
+    """ULLAH R: a person who moved and wrote the given name differently keeps
+    the surname and the middle initial; with initialPairBlocks that pair is a
+    key under the frequentPairMaxBlock cap."""
+    rows = [("u1", ["ANGIE", "R", "ULLAH", "3571", "SUNRISE"]), ("u2", ["ANGELINA", "R", "ULLAH", "2557", "MESA"]),
+            ("u3", ["OMAR", "T", "ULLAH", "10", "DENVER"]),  # a relative: another initial
+            ("v1", ["MARK", "R", "VANCE"]), ("v2", ["MARK", "R", "VANCE"]), ("v3", ["MARK", "R", "VANCE"])]
+    tokens = _refs(spark, rows)
+    freq = token_frequencies(tokens)  # R 5, ULLAH 3, VANCE 3, MARK 3; beta 2, sigma 8
+    base = LinkageProfile(beta=2, sigma=8, minBlkTokenLen=3, blockByPairs=True, frequentPairMaxBlock=2)
+    assert {tuple(r) for r in build_blocks(tokens, freq, base).pairs.collect()} == set()
+    got = {tuple(r) for r in build_blocks(tokens, freq, base.model_copy(
+        update={"initialPairBlocks": True})).pairs.collect()}
+    # ULLAH R (2 refs) is a block; VANCE R and MARK R (3 each) are above the cap; T is nobody else's
+    assert got == {("u1", "u2")}
+    # without the frequent-pair keys there are no initial pairs either
+    off = base.model_copy(update={"initialPairBlocks": True, "frequentPairMaxBlock": 0})
+    assert {tuple(r) for r in build_blocks(tokens, freq, off).pairs.collect()} == set()
