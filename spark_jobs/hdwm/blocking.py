@@ -7,7 +7,8 @@ block key is a sorted pair of blocking tokens of the same reference
 (``"A B"`` with ``A < B``), otherwise the token itself; with
 ``rareTokenBlocks`` (washline) a blocking token rarer than ``√beta`` is also a
 block key on its own (``rare_token_limit``); with ``frequentPairMaxBlock``
-(washline) a rare pair of frequent word tokens is a block key too
+(washline) a rare pair of frequent word tokens is a block key too, and with
+``initialPairBlocks`` a word and an initial of one reference
 (``frequent_pair_keys``).
 
 Because a blocking token occurs at most ``beta`` times, DWM blocks are already
@@ -105,6 +106,10 @@ def frequent_pair_keys(tokens: DataFrame, freq: DataFrame, profile: LinkageProfi
 
     Args:
         tokens: (``record_id``, ``tokens``); freq: (``token``, ``freq``) global.
+    With ``initialPairBlocks`` a word token of that kind paired with a
+    one-letter token of the same reference (``"ULLAH R"``, any frequency) is
+    such a key too, under the same cap (``LinkageProfile.initialPairBlocks``).
+
     Returns:
         (``record_id``, ``block_key``, ``ub``) with ``ub`` the key's exact
         number of references (≤ ``frequentPairMaxBlock``).

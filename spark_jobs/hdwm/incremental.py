@@ -656,7 +656,8 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
             ``hdwm.blocking.build_blocks``); ``pair_key`` – share a pair key
             (the single rare-token keys left out; see benchmarks/README.md);
             both include the engine's rare pairs of frequent word tokens
-            (``frequentPairMaxBlock``), counted over registry and night;
+            (``frequentPairMaxBlock``, with ``initialPairBlocks`` a word and an
+            initial), counted over registry and night;
             ``token`` – share any blocking token.
 
     Returns: DataFrame(``ref_key``) distinct.

@@ -258,8 +258,9 @@ class SparkJobOperator(SparkSubmitOperator):
 
         Sets ``application_args`` (:func:`job_arguments`), ``py_files`` (the
         engine zip in ``<lake>/_build``, :func:`build_pyfiles_zip`), ``conf``
-        (:func:`spark_conf` over the operator's own, rendered ``conf``) and,
-        when the Param is given, the executor memory (:func:`executor_memory`). Calling it again for the same run gives the same fields.
+        (:func:`spark_conf` over the operator's own, rendered ``conf``) and
+        the executor memory (:func:`executor_memory`, else the operator's
+        own). Calling it again for the same run gives the same fields.
 
         Returns:
             The run's folders and its link mode (:func:`link_mode`; both false
