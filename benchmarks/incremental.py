@@ -1,7 +1,7 @@
 """Incremental linkage over many nights against the entity registry (issue 13).
 
     .venv/bin/python benchmarks/incremental.py --nights 30 --per-night 10000 --seed 42 \\
-        [--generator synth|messy] [--neighbourhood pair_key|block_key|token] [--skip-batch] \\
+        [--generator synth|messy] [--neighbourhood pair_key|ranked|block_key|token] [--skip-batch] \\
         [--work DIR] [--json OUT.json]
 
 Runs in the product venv (it imports ``spark_jobs/link.py``). One seeded
@@ -105,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-night", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--generator", choices=sorted(GENERATORS), default="synth")
-    ap.add_argument("--neighbourhood", choices=["block_key", "pair_key", "token"], default="pair_key")
+    ap.add_argument("--neighbourhood", choices=["block_key", "pair_key", "ranked", "token"], default="pair_key")
+    ap.add_argument("--top-entities", type=int, default=None,
+                    help="with --neighbourhood ranked: entities kept per night reference (default: the engine's)")
     ap.add_argument("--profile", default="default")
     ap.add_argument("--skip-batch", action="store_true", help="no full batch relink at the end")
     ap.add_argument("--work", default=None, help="working folder (default: a new temp folder)")
@@ -143,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     start = date(2025, 1, 1)
     per_night = []
     results = {"generator": a.generator, "seed": a.seed, "nights": a.nights, "per_night": a.per_night,
-               "neighbourhood": a.neighbourhood, "profile": a.profile, "per_night_results": per_night,
+               "neighbourhood": a.neighbourhood, "top_entities": a.top_entities, "profile": a.profile, "per_night_results": per_night,
                "load_start": os.getloadavg()}
     for i, part in enumerate(nights):
         ds = (start + timedelta(days=i)).isoformat()
@@ -152,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
                                     ", ".join(f"`{c}` string" for c in part.columns))
         sdf.write.mode("overwrite").parquet(str(cur))
         payload = link.run(str(cur), str(root / "lake" / "linked" / ds), ds, a.profile, spark=spark,
-                           registry=str(reg), decisions="", neighbourhood=a.neighbourhood)
+                           registry=str(reg), decisions="", neighbourhood=a.neighbourhood,
+                           top_entities=a.top_entities)
         (reg / f"ds={ds}" / "_PUBLISHED.json").write_text(json.dumps({"ds": ds, "published_at": "bench"}))
         r = payload["registry"]
         rec = {"night": i + 1, "ds": ds, "seconds": payload["seconds"],

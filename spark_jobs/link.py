@@ -147,7 +147,8 @@ def attributes_map(df):
 
 def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str | None = None, spark=None, *,
         registry: str | None = None, source_col: str = "source", decisions: str | None = None,
-        landing: str | None = None, neighbourhood: str = "pair_key", rebuild: bool = False) -> dict:
+        landing: str | None = None, neighbourhood: str = "pair_key", rebuild: bool = False,
+        top_entities: int | None = None) -> dict:
     """Link ``curated`` into ``out``; returns the metrics dict written to metrics.json.
 
     Progress: one ``[link] <stage>: key=value ... (stage Xs; Ys since start)``
@@ -165,8 +166,9 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
     (``hdwm.incremental``) and version ``ds`` is written there; ``cluster_id``
     is then the entity id. ``decisions`` (default
     ``$WASHLINE_DATA/decisions/decisions.csv`` if present) holds must-link /
-    cannot-link pairs that always hold. ``neighbourhood`` is passed to
-    ``hdwm.incremental.link_night`` (``block_key`` or ``token``; benchmarks only).
+    cannot-link pairs that always hold. ``neighbourhood`` and ``top_entities``
+    (None: the engine's default) are passed to ``hdwm.incremental.link_night``
+    (``block_key``, ``ranked`` or ``token``; benchmarks only).
     ``rebuild`` (needs ``registry``): relink the base version's every member
     with the night in one batch (``hdwm.incremental.rebuild_night``); the
     registry stages are then recount, rebuild link and id assignment.
@@ -188,11 +190,11 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
     with activate(progress):
         return _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, registry=registry,
                     source_col=source_col, decisions=decisions, landing=landing, neighbourhood=neighbourhood,
-                    rebuild=rebuild)
+                    rebuild=rebuild, top_entities=top_entities)
 
 
 def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, registry, source_col, decisions,
-         landing, neighbourhood, rebuild=False) -> dict:
+         landing, neighbourhood, rebuild=False, top_entities=None) -> dict:
     """``run``'s body, saying its stages on ``progress``."""
     from pyspark.sql import functions as F
 
@@ -263,7 +265,7 @@ def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, reg
         if registry:
             links, metrics, registry_counts, pairs = _link_with_registry(
                 spark, refs, registry, ds, base_ds, profile, must, cannot, ckpt, t0, read_version, clear_markers,
-                write_version, neighbourhood, rebuild=rebuild)
+                write_version, neighbourhood, rebuild=rebuild, top_entities=top_entities)
         else:
             with progress.stage("link") as said:
                 links, metrics, pairs = _link_alone(spark, refs, ds, profile, must, cannot, ckpt,
@@ -346,7 +348,7 @@ def _link_alone(spark, refs, ds, profile, must, cannot, ckpt, unique_ids: bool):
 
 
 def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, cannot, ckpt, t0, read_version,
-                        clear_markers, write_version, neighbourhood="pair_key", rebuild=False):
+                        clear_markers, write_version, neighbourhood="pair_key", rebuild=False, top_entities=None):
     """Link the night against registry version ``base_ds`` (or, with
     ``rebuild``, relink that version's history with the night in one batch)
     and write version ``ds``."""
@@ -360,7 +362,8 @@ def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, canno
     if rebuild:
         res = rebuild_night(spark, base, night, ds, profile, must, cannot, ckpt)
     else:
-        res = link_night(spark, base, night, ds, profile, must, cannot, ckpt, neighbourhood=neighbourhood)
+        kw = {} if top_entities is None else {"top_entities": int(top_entities)}
+        res = link_night(spark, base, night, ds, profile, must, cannot, ckpt, neighbourhood=neighbourhood, **kw)
     links = res.links.join(refs.select("ref_key", "source", "record_id"), "ref_key").select(
         "source", "record_id", F.col("entity_id").alias("cluster_id"), "iteration", "mu", "quality",
         F.col("member_count").cast("int").alias("cluster_size")).localCheckpoint(eager=True)

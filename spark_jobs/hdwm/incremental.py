@@ -75,6 +75,9 @@ log = logging.getLogger("hdwm.incremental")
 
 #: an entity with more members than this entering the neighbourhood is logged
 BIG_ENTITY_WARN = 2000
+#: ``ranked`` neighbourhood: registry entities kept per night reference (see ``ranked_candidates``)
+TOP_ENTITIES = 10
+NEIGHBOURHOODS = ("block_key", "pair_key", "ranked", "token")
 DECISIONS_COLUMNS = ["source_a", "record_id_a", "source_b", "record_id_b", "decision", "decided_by",
                      "decided_at", "note"]
 
@@ -460,14 +463,18 @@ def assign_and_build(spark: SparkSession, base: RegistryVersion, clusters: DataF
 def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds: str,
                profile: LinkageProfile | str = "default", must: DataFrame | None = None,
                cannot: DataFrame | None = None, checkpoint_dir: str | None = None,
-               neighbourhood: str = "pair_key", big_entity_warn: int = BIG_ENTITY_WARN) -> NightResult:
+               neighbourhood: str = "pair_key", big_entity_warn: int = BIG_ENTITY_WARN,
+               top_entities: int = TOP_ENTITIES) -> NightResult:
     """Link ``night`` against ``base``; see the module doc.
 
     Args:
         night: (``source``, ``record_id``, ``text``, ``attributes`` map<string,string>
             [, ``truth_entity``]); (source, record_id) unique.
-        neighbourhood: ``block_key`` (engine block keys), ``pair_key`` (pair keys only) or
-            ``token`` (any shared blocking token); see ``candidate_references``.
+        neighbourhood: ``block_key`` (engine block keys), ``pair_key`` (pair keys only),
+            ``ranked`` (per night reference, the ``top_entities`` best entities that could share
+            a block, ``ranked_candidates``) or ``token`` (any shared blocking token); see
+            ``candidate_references``.
+        top_entities: with ``ranked``, entities kept per night reference.
 
     Returns: ``NightResult`` with ``frequencies`` and ``links``; ``counts`` also
     holds ``neighbourhood_references`` and ``linked_references`` (what the engine saw).
@@ -477,8 +484,8 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     """
     t0 = time.time()
     profile = load_profile(profile)
-    if neighbourhood not in ("block_key", "pair_key", "token"):
-        raise ValueError(f"neighbourhood must be block_key, pair_key or token, got {neighbourhood!r}")
+    if neighbourhood not in NEIGHBOURHOODS:
+        raise ValueError(f"neighbourhood must be one of {', '.join(NEIGHBOURHOODS)}, got {neighbourhood!r}")
     night = _freeze(night.withColumn("ref_key", ref_key_col()))
     row = night.agg(F.count(F.lit(1)).alias("n"), F.countDistinct("ref_key").alias("d")).first()
     if row["n"] != row["d"]:
@@ -511,7 +518,7 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     t_stage = time.time()
 
     # 2. candidate neighbourhood
-    cand = candidate_references(base_mem, night_tok, freq, eff, profile, neighbourhood)
+    cand = candidate_references(base_mem, night_tok, freq, eff, profile, neighbourhood, top_entities)
     cand_ents = cand.join(base_mem.select("ref_key", "entity_id"), "ref_key").select("entity_id")
     extra = _decision_entities(spark, base_mem, must, cannot)
     touched = cand_ents.unionByName(resent.select("entity_id"))
@@ -642,7 +649,8 @@ def rebuild_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, 
 
 
 def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
-                         profile: LinkageProfile, neighbourhood: str = "pair_key") -> DataFrame:
+                         profile: LinkageProfile, neighbourhood: str = "pair_key",
+                         top_entities: int = TOP_ENTITIES) -> DataFrame:
     """Registry references that could share a block with a night reference.
 
     Args:
@@ -668,6 +676,9 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     reg_tok = tokenize(base_mem.select(F.col("ref_key").alias("record_id"), "text"), profile)
     reg_bt = (reg_tok.select(F.col("record_id").alias("ref_key"), F.explode(F.array_distinct("tokens")).alias("token"))
               .join(bt_set, "token"))
+    if neighbourhood == "ranked":
+        near = ranked_candidates(night_bt, reg_bt, base_mem, eff, top_entities)
+        return near.unionByName(_frequent_pair_candidates(reg_tok, night_tok, freq, eff)).distinct()
     if neighbourhood in ("block_key", "pair_key") and eff.blockByPairs:
         def keys(bt):
             a = bt.select("ref_key", F.col("token").alias("t1"))
@@ -683,21 +694,93 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
             return k
         nkeys = keys(night_bt).select("block_key").distinct()
         near = keys(reg_bt).join(nkeys, "block_key", "left_semi").select("ref_key")
-        if getattr(eff, "frequentPairMaxBlock", 0) > 0:
-            # the engine's rare pairs of frequent word tokens (hdwm.blocking.frequent_pair_keys),
-            # counted over the registry and the night together as the engine will block them
-            from .blocking import frequent_pair_keys
-
-            night_keys = night_tok.select("record_id").distinct()
-            both = reg_tok.select("record_id", "tokens").join(night_keys, "record_id", "left_anti").unionByName(
-                night_tok.select("record_id", "tokens"))
-            fk = frequent_pair_keys(both, freq, eff)
-            night_fk = fk.join(night_keys, "record_id", "left_semi").select("block_key").distinct()
-            near = near.unionByName(
-                fk.join(night_keys, "record_id", "left_anti").join(night_fk, "block_key", "left_semi")
-                .select(F.col("record_id").alias("ref_key")))
-        return near.distinct()
+        return near.unionByName(_frequent_pair_candidates(reg_tok, night_tok, freq, eff)).distinct()
     return reg_bt.select("ref_key").distinct()
+
+
+def _frequent_pair_candidates(reg_tok: DataFrame, night_tok: DataFrame, freq: DataFrame,
+                              eff: LinkageProfile) -> DataFrame:
+    """Registry references (``ref_key``) sharing one of the engine's rare pairs of
+    frequent tokens (``hdwm.blocking.frequent_pair_keys``) with a night
+    reference, counted over the registry and the night together as the engine
+    will block them; empty when ``frequentPairMaxBlock`` is 0."""
+    if not getattr(eff, "frequentPairMaxBlock", 0) > 0:
+        return reg_tok.select(F.col("record_id").alias("ref_key")).limit(0)
+    from .blocking import frequent_pair_keys
+
+    night_keys = night_tok.select("record_id").distinct()
+    both = reg_tok.select("record_id", "tokens").join(night_keys, "record_id", "left_anti").unionByName(
+        night_tok.select("record_id", "tokens"))
+    fk = frequent_pair_keys(both, freq, eff)
+    night_fk = fk.join(night_keys, "record_id", "left_semi").select("block_key").distinct()
+    return (fk.join(night_keys, "record_id", "left_anti").join(night_fk, "block_key", "left_semi")
+            .select(F.col("record_id").alias("ref_key")))
+
+
+def ranked_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFrame, eff: LinkageProfile,
+                      top_entities: int = TOP_ENTITIES) -> DataFrame:
+    """The ``ranked`` neighbourhood: for each night reference, the registry
+    entities that could share an engine block with it, best ``top_entities`` only.
+
+    A registry reference *could share a block* with a night reference when they
+    share two blocking tokens (a pair key, ``blockByPairs``) or one blocking
+    token rarer than ``√beta`` (``rareTokenBlocks``; ``hdwm.blocking.rare_token_limit``)
+    – the engine's own block keys. Such a pair is weighted by the inverse
+    document frequency of the tokens it shares, ``Σ ln(N / freq)`` in nats (the
+    evidence weight of ``identifyingAgreementRule``; N = references after the
+    night). Each entity is ranked, per night reference, by its best member's
+    weight (ties: the smaller entity id), and the first ``top_entities`` are kept.
+
+    Why a rank and not every key holder (``pair_key``): in person data with
+    households a pair key (a street with a city, a surname with a zip) is held
+    by co-residents and neighbours, so the holders of a night's keys are most of
+    the registry after a few nights and a night costs as much as the history
+    (benchmarks/README.md, "Messy households over many nights"). A person's own
+    earlier references share the rare tokens (an SSN, a date of birth, a name
+    with an address), so they rank first; the rank bounds the neighbourhood by
+    the night's size – at most ``top_entities`` entities per night reference –
+    whatever the history's. The default, 10, is above the largest household of
+    person data (two parents and four children, and a junior beside a senior),
+    so co-residents cannot crowd the person's own entity out; it is not fitted
+    to any file.
+
+    Args:
+        night_bt: (``ref_key``, ``token``, ``freq``) the night's blocking tokens.
+        reg_bt: (``ref_key``, ``token``) registry references' tokens that are
+            among the night's blocking tokens.
+        base_mem: registry members with ``ref_key`` and ``entity_id``.
+        eff: the profile made effective for N (``referenceCount``, ``beta``).
+        top_entities: entities kept per night reference (≥ 1).
+
+    Returns: DataFrame(``ref_key``): one registry reference per kept entity
+    (the entity is pulled in whole by the caller).
+
+    Raises:
+        ValueError: ``top_entities < 1``.
+    """
+    from .blocking import rare_token_limit
+
+    if top_entities < 1:
+        raise ValueError(f"top_entities must be at least 1, got {top_entities}")
+    n = max(int(eff.referenceCount or 1), 1)
+    rare = rare_token_limit(eff) if getattr(eff, "rareTokenBlocks", False) else 0
+    shared = (night_bt.select(F.col("ref_key").alias("night_key"), "token", "freq")
+              .join(reg_bt.select("ref_key", "token"), "token")
+              .groupBy("night_key", "ref_key")
+              .agg(F.count(F.lit(1)).alias("shared"), F.min("freq").alias("rarest"),
+                   F.sum(F.log(F.lit(float(n)) / F.col("freq"))).alias("weight")))
+    could_block = F.col("rarest") <= F.lit(rare)
+    if eff.blockByPairs:
+        could_block = could_block | (F.col("shared") >= 2)
+    else:
+        could_block = F.lit(True)
+    best = (shared.filter(could_block)
+            .join(base_mem.select("ref_key", "entity_id"), "ref_key")
+            .groupBy("night_key", "entity_id")
+            .agg(F.max(F.struct("weight", "ref_key")).alias("b")))
+    w = Window.partitionBy("night_key").orderBy(F.desc("b.weight"), F.asc("entity_id"))
+    return (best.withColumn("rank", F.row_number().over(w)).filter(F.col("rank") <= top_entities)
+            .select(F.col("b.ref_key").alias("ref_key")))
 
 
 def _decision_entities(spark: SparkSession, base_mem: DataFrame, must: DataFrame | None,

@@ -1,0 +1,86 @@
+"""The ``ranked`` registry neighbourhood (issue 13): per night reference, the best
+entities that could share an engine block, bounded whatever the history's size."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from hdwm.config import load_profile
+from hdwm.incremental import ranked_candidates
+
+pytestmark = pytest.mark.spark
+
+N = 1000  # references after the night: beta 16, a token of frequency <= 4 blocks alone
+
+
+def _frames(spark, night: dict, registry: dict, freq: dict):
+    """night: {night_key: [tokens]}; registry: {ref_key: (entity_id, [tokens])}; freq: {token: freq}."""
+    nb = spark.createDataFrame([(k, t, freq[t]) for k, ts in night.items() for t in ts],
+                               "ref_key string, token string, freq long")
+    rb = spark.createDataFrame([(k, t) for k, (_, ts) in registry.items() for t in ts if t in freq],
+                               "ref_key string, token string")
+    mem = spark.createDataFrame([(k, e) for k, (e, _) in registry.items()], "ref_key string, entity_id string")
+    return nb, rb, mem
+
+
+def _entities(spark, night, registry, freq, top):
+    nb, rb, mem = _frames(spark, night, registry, freq)
+    eff = load_profile("default").effective(N)
+    keys = [r.ref_key for r in ranked_candidates(nb, rb, mem, eff, top).collect()]
+    assert len(keys) == len(set(keys))
+    return sorted(registry[k][0] for k in keys)
+
+
+def test_co_residents_cannot_crowd_out_the_persons_own_entity(spark):
+    # twelve co-residents share the street and the city with the night reference; the person's
+    # own earlier reference also shares the SSN and the surname, so it ranks first
+    freq = {"ELM": 12, "SPRINGFIELD": 14, "123456789": 2, "ZORBA": 3}
+    night = {"n|1": ["ELM", "SPRINGFIELD", "123456789", "ZORBA"]}
+    registry = {f"r|{i}": (f"E{i:02d}", ["ELM", "SPRINGFIELD"]) for i in range(12)}
+    registry["r|own"] = ("EZZ", ["ELM", "123456789", "ZORBA"])
+    assert _entities(spark, night, registry, freq, 3) == ["E00", "E01", "EZZ"]  # ties: smaller id
+    assert len(_entities(spark, night, registry, freq, 10)) == 10
+    assert "EZZ" in _entities(spark, night, registry, freq, 1)
+
+
+def test_only_references_that_could_share_a_block_are_candidates(spark):
+    freq = {"ELM": 12, "SPRINGFIELD": 14, "ZORBA": 3}
+    night = {"n|1": ["ELM", "SPRINGFIELD", "ZORBA"]}
+    registry = {
+        "r|street": ("EA", ["ELM"]),              # one common token: no engine block, no candidate
+        "r|rare": ("EB", ["ZORBA"]),              # one token rarer than sqrt(beta): a block on its own
+        "r|pair": ("EC", ["ELM", "SPRINGFIELD"]),  # a pair key
+    }
+    assert _entities(spark, night, registry, freq, 10) == ["EB", "EC"]
+
+
+def test_an_entity_counts_once_with_its_best_member(spark):
+    freq = {"ELM": 12, "SPRINGFIELD": 14, "ZORBA": 3, "QUILL": 5}
+    night = {"n|1": ["ELM", "SPRINGFIELD", "ZORBA", "QUILL"]}
+    registry = {
+        "r|a1": ("EA", ["ELM", "SPRINGFIELD"]),
+        "r|a2": ("EA", ["ELM", "SPRINGFIELD", "ZORBA", "QUILL"]),
+        "r|b": ("EB", ["ELM", "SPRINGFIELD", "QUILL"]),
+    }
+    nb, rb, mem = _frames(spark, night, registry, freq)
+    eff = load_profile("default").effective(N)
+    got = sorted(r.ref_key for r in ranked_candidates(nb, rb, mem, eff, 1).collect())
+    assert got == ["r|a2"]  # EA's best member; EB (weaker) is cut by the rank
+    w_a2 = sum(math.log(N / freq[t]) for t in registry["r|a2"][1])
+    w_b = sum(math.log(N / freq[t]) for t in registry["r|b"][1])
+    assert w_a2 > w_b
+
+
+def test_each_night_reference_has_its_own_rank(spark):
+    freq = {"ELM": 12, "SPRINGFIELD": 14, "OAK": 10, "SHELBY": 9}
+    night = {"n|1": ["ELM", "SPRINGFIELD"], "n|2": ["OAK", "SHELBY"]}
+    registry = {"r|1": ("EA", ["ELM", "SPRINGFIELD"]), "r|2": ("EB", ["OAK", "SHELBY"])}
+    assert _entities(spark, night, registry, freq, 1) == ["EA", "EB"]
+
+
+def test_top_entities_must_be_positive(spark):
+    nb, rb, mem = _frames(spark, {"n|1": ["ELM"]}, {"r|1": ("EA", ["ELM"])}, {"ELM": 3})
+    with pytest.raises(ValueError, match="top_entities"):
+        ranked_candidates(nb, rb, mem, load_profile("default").effective(N), 0)
