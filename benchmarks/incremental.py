@@ -114,10 +114,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None, help="write the results here too")
     ap.add_argument("--compare-neighbourhood", action="store_true",
                     help="no linking: on the registry of an earlier run in --work, count each night's "
-                         "neighbourhood under both rules (block_key, token)")
+                         "neighbourhood under each rule of --rules")
+    ap.add_argument("--rules", default=None,
+                    help="with --compare-neighbourhood: comma-separated rules, e.g. pair_key,ranked:3,ranked:10 "
+                         "(default block_key,token)")
     a = ap.parse_args(argv)
     if a.compare_neighbourhood:
-        return compare_neighbourhood(Path(a.work), a.profile)
+        return compare_neighbourhood(Path(a.work), a.profile, a.rules.split(",") if a.rules else None)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import pandas as pd
@@ -204,10 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def compare_neighbourhood(work: Path, profile_name: str) -> int:
+def compare_neighbourhood(work: Path, profile_name: str, rules: list[str] | None = None) -> int:
     """For every night d > 1 of an earlier run in ``work``: the neighbourhood
-    (members of the entities of the candidates) of d against version d-1 under
-    both rules. Prints a Markdown table."""
+    (references and entities: the members of the entities of the candidates)
+    of d against version d-1 under each rule of ``rules`` (``pair_key``,
+    ``block_key``, ``token``, or ``ranked:K`` with K entities kept per night
+    reference), with the seconds each took. Nothing is linked. Prints a
+    Markdown table."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import functions as F
 
@@ -217,25 +223,31 @@ def compare_neighbourhood(work: Path, profile_name: str) -> int:
     from hdwm.spark import get_spark
     from hdwm.tokenizer import tokenize
 
+    rules = rules or ["block_key", "token"]
     spark = get_spark("incremental-neighbourhood", {"spark.ui.enabled": "false"})
     spark.sparkContext.setLogLevel("WARN")
     profile = load_profile(profile_name)
     reg = work / "data" / "lake" / "entities"
     vs = versions(reg)
-    print("| night | registry | night refs | block_key: neighbourhood | token: neighbourhood |")
-    print("|---:|---:|---:|---:|---:|")
+    print("| night | registry | night refs | " + " | ".join(f"{r}: references / entities / s" for r in rules) + " |")
+    print("|---:|---:|---:|" + "---:|" * len(rules))
     for i in range(1, len(vs)):
         prev, cur = read_version(spark, reg, vs[i - 1]), read_version(spark, reg, vs[i])
         base_mem = prev.members.withColumn("ref_key", ref_key_col())
         night = (cur.members.filter(F.col("first_seen_ds") == vs[i]).withColumn("ref_key", ref_key_col()))
         ntok = tokenize(night.select(F.col("ref_key").alias("record_id"), "text"), profile)
         eff = profile.effective(cur.complete["references_total"])
-        sizes = []
-        for mode in ("block_key", "token"):
-            cand = candidate_references(base_mem, ntok, cur.frequencies, eff, profile, mode)
+        cells = []
+        for rule in rules:
+            mode, _, k = rule.partition(":")
+            kw = {"top_entities": int(k)} if k else {}
+            t = time.time()
+            cand = candidate_references(base_mem, ntok, cur.frequencies, eff, profile, mode, **kw)
             ents = cand.join(base_mem, "ref_key").select("entity_id").distinct()
-            sizes.append(base_mem.join(ents, "entity_id", "left_semi").count())
-        print(f"| {i + 1} | {prev.complete['references_total']} | {night.count()} | {sizes[0]} | {sizes[1]} |",
+            row = base_mem.join(ents, "entity_id", "left_semi").agg(
+                F.count(F.lit(1)).alias("r"), F.countDistinct("entity_id").alias("e")).first()
+            cells.append(f"{row['r']} / {row['e']} / {time.time() - t:.1f}")
+        print(f"| {i + 1} | {prev.complete['references_total']} | {night.count()} | " + " | ".join(cells) + " |",
               flush=True)
     spark.stop()
     return 0

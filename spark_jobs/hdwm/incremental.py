@@ -75,7 +75,9 @@ log = logging.getLogger("hdwm.incremental")
 
 #: an entity with more members than this entering the neighbourhood is logged
 BIG_ENTITY_WARN = 2000
-#: ``ranked`` neighbourhood: registry entities kept per night reference (see ``ranked_candidates``)
+#: ``ranked`` neighbourhood: registry entities kept per night reference (see ``ranked_candidates``);
+#: above the largest household of person data (two parents and four children), so co-residents
+#: cannot crowd a person's own entity out; not fitted to any file
 TOP_ENTITIES = 10
 NEIGHBOURHOODS = ("block_key", "pair_key", "ranked", "token")
 DECISIONS_COLUMNS = ["source_a", "record_id_a", "source_b", "record_id_b", "decision", "decided_by",
@@ -471,8 +473,8 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
         night: (``source``, ``record_id``, ``text``, ``attributes`` map<string,string>
             [, ``truth_entity``]); (source, record_id) unique.
         neighbourhood: ``block_key`` (engine block keys), ``pair_key`` (pair keys only),
-            ``ranked`` (per night reference, the ``top_entities`` best entities that could share
-            a block, ``ranked_candidates``) or ``token`` (any shared blocking token); see
+            ``ranked`` (per night reference, the ``top_entities`` best entities it shares a
+            pair key with, ``ranked_candidates``) or ``token`` (any shared blocking token); see
             ``candidate_references``.
         top_entities: with ``ranked``, entities kept per night reference.
 
@@ -666,7 +668,11 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
             both include the engine's rare pairs of frequent word tokens
             (``frequentPairMaxBlock``, with ``initialPairBlocks`` a word and an
             initial), counted over registry and night;
+            ``ranked`` – ``pair_key``'s pair-key holders, only the
+            ``top_entities`` best entities per night reference
+            (``ranked_candidates``), plus the same frequent-pair holders;
             ``token`` – share any blocking token.
+        top_entities: with ``ranked``, entities kept per night reference.
 
     Returns: DataFrame(``ref_key``) distinct.
     """
@@ -720,13 +726,13 @@ def _frequent_pair_candidates(reg_tok: DataFrame, night_tok: DataFrame, freq: Da
 def ranked_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFrame, eff: LinkageProfile,
                       top_entities: int = TOP_ENTITIES) -> DataFrame:
     """The ``ranked`` neighbourhood: for each night reference, the registry
-    entities that could share an engine block with it, best ``top_entities`` only.
+    entities it shares a pair key with, best ``top_entities`` only.
 
-    A registry reference *could share a block* with a night reference when they
-    share two blocking tokens (a pair key, ``blockByPairs``) or one blocking
-    token rarer than ``√beta`` (``rareTokenBlocks``; ``hdwm.blocking.rare_token_limit``)
-    – the engine's own block keys. Such a pair is weighted by the inverse
-    document frequency of the tokens it shares, ``Σ ln(N / freq)`` in nats (the
+    A registry reference shares a pair key with a night reference when they
+    share two blocking tokens (``blockByPairs``; without it one blocking token
+    is a key) – the ``pair_key`` rule's candidates, so ``ranked`` never pulls
+    in more than ``pair_key``. Such a pair is weighted by the inverse document
+    frequency of the blocking tokens it shares, ``Σ ln(N / freq)`` in nats (the
     evidence weight of ``identifyingAgreementRule``; N = references after the
     night). Each entity is ranked, per night reference, by its best member's
     weight (ties: the smaller entity id), and the first ``top_entities`` are kept.
@@ -737,19 +743,19 @@ def ranked_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     the registry after a few nights and a night costs as much as the history
     (benchmarks/README.md, "Messy households over many nights"). A person's own
     earlier references share the rare tokens (an SSN, a date of birth, a name
-    with an address), so they rank first; the rank bounds the neighbourhood by
+    with an address), so they rank high; the rank bounds the neighbourhood by
     the night's size – at most ``top_entities`` entities per night reference –
-    whatever the history's. The default, 10, is above the largest household of
-    person data (two parents and four children, and a junior beside a senior),
-    so co-residents cannot crowd the person's own entity out; it is not fitted
-    to any file.
+    whatever the history's. A single rare token shared alone (the engine's
+    ``rareTokenBlocks``) is left out as in ``pair_key``: on large nights it
+    brought nearly the whole registry in (measured: benchmarks/README.md, and
+    again with this rule in session 7).
 
     Args:
         night_bt: (``ref_key``, ``token``, ``freq``) the night's blocking tokens.
         reg_bt: (``ref_key``, ``token``) registry references' tokens that are
             among the night's blocking tokens.
         base_mem: registry members with ``ref_key`` and ``entity_id``.
-        eff: the profile made effective for N (``referenceCount``, ``beta``).
+        eff: the profile made effective for N (``referenceCount``, ``blockByPairs``).
         top_entities: entities kept per night reference (≥ 1).
 
     Returns: DataFrame(``ref_key``): one registry reference per kept entity
@@ -758,23 +764,16 @@ def ranked_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     Raises:
         ValueError: ``top_entities < 1``.
     """
-    from .blocking import rare_token_limit
-
     if top_entities < 1:
         raise ValueError(f"top_entities must be at least 1, got {top_entities}")
     n = max(int(eff.referenceCount or 1), 1)
-    rare = rare_token_limit(eff) if getattr(eff, "rareTokenBlocks", False) else 0
     shared = (night_bt.select(F.col("ref_key").alias("night_key"), "token", "freq")
               .join(reg_bt.select("ref_key", "token"), "token")
               .groupBy("night_key", "ref_key")
-              .agg(F.count(F.lit(1)).alias("shared"), F.min("freq").alias("rarest"),
+              .agg(F.count(F.lit(1)).alias("shared"),
                    F.sum(F.log(F.lit(float(n)) / F.col("freq"))).alias("weight")))
-    could_block = F.col("rarest") <= F.lit(rare)
-    if eff.blockByPairs:
-        could_block = could_block | (F.col("shared") >= 2)
-    else:
-        could_block = F.lit(True)
-    best = (shared.filter(could_block)
+    share_a_key = F.col("shared") >= (2 if eff.blockByPairs else 1)
+    best = (shared.filter(share_a_key)
             .join(base_mem.select("ref_key", "entity_id"), "ref_key")
             .groupBy("night_key", "entity_id")
             .agg(F.max(F.struct("weight", "ref_key")).alias("b")))

@@ -1,5 +1,5 @@
 """The ``ranked`` registry neighbourhood (issue 13): per night reference, the best
-entities that could share an engine block, bounded whatever the history's size."""
+entities it shares a pair key with, bounded whatever the history's size."""
 
 from __future__ import annotations
 
@@ -45,15 +45,16 @@ def test_co_residents_cannot_crowd_out_the_persons_own_entity(spark):
     assert "EZZ" in _entities(spark, night, registry, freq, 1)
 
 
-def test_only_references_that_could_share_a_block_are_candidates(spark):
+def test_only_references_sharing_a_pair_key_are_candidates(spark):
     freq = {"ELM": 12, "SPRINGFIELD": 14, "ZORBA": 3}
     night = {"n|1": ["ELM", "SPRINGFIELD", "ZORBA"]}
     registry = {
-        "r|street": ("EA", ["ELM"]),              # one common token: no engine block, no candidate
-        "r|rare": ("EB", ["ZORBA"]),              # one token rarer than sqrt(beta): a block on its own
+        "r|street": ("EA", ["ELM"]),              # one common token: no pair key
+        "r|rare": ("EB", ["ZORBA"]),              # one rare token alone: left out, as by pair_key
         "r|pair": ("EC", ["ELM", "SPRINGFIELD"]),  # a pair key
+        "r|both": ("ED", ["SPRINGFIELD", "ZORBA"]),
     }
-    assert _entities(spark, night, registry, freq, 10) == ["EB", "EC"]
+    assert _entities(spark, night, registry, freq, 10) == ["EC", "ED"]
 
 
 def test_an_entity_counts_once_with_its_best_member(spark):
