@@ -683,8 +683,8 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     reg_bt = (reg_tok.select(F.col("record_id").alias("ref_key"), F.explode(F.array_distinct("tokens")).alias("token"))
               .join(bt_set, "token"))
     if neighbourhood == "ranked":
-        near = ranked_candidates(night_bt, reg_bt, base_mem, eff, top_entities)
-        return near.unionByName(_frequent_pair_candidates(reg_tok, night_tok, freq, eff)).distinct()
+        extra = _frequent_pair_matches(reg_tok, night_tok, freq, eff)
+        return ranked_candidates(night_bt, reg_bt, base_mem, eff, top_entities, extra).distinct()
     if neighbourhood in ("block_key", "pair_key") and eff.blockByPairs:
         def keys(bt):
             a = bt.select("ref_key", F.col("token").alias("t1"))
@@ -704,27 +704,43 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     return reg_bt.select("ref_key").distinct()
 
 
-def _frequent_pair_candidates(reg_tok: DataFrame, night_tok: DataFrame, freq: DataFrame,
-                              eff: LinkageProfile) -> DataFrame:
-    """Registry references (``ref_key``) sharing one of the engine's rare pairs of
-    frequent tokens (``hdwm.blocking.frequent_pair_keys``) with a night
-    reference, counted over the registry and the night together as the engine
-    will block them; empty when ``frequentPairMaxBlock`` is 0."""
+def _frequent_pair_matches(reg_tok: DataFrame, night_tok: DataFrame, freq: DataFrame,
+                           eff: LinkageProfile) -> DataFrame | None:
+    """(``night_key``, ``ref_key``, ``weight``): a night reference and a registry
+    reference that hold one of the engine's rare pairs of frequent tokens
+    (``hdwm.blocking.frequent_pair_keys``), counted over the registry and the
+    night together as the engine will block them; ``weight`` = ``ln(N / ub)``
+    nats, the rarity of the pair itself (``ub`` references hold it). None when
+    ``frequentPairMaxBlock`` is 0."""
     if not getattr(eff, "frequentPairMaxBlock", 0) > 0:
-        return reg_tok.select(F.col("record_id").alias("ref_key")).limit(0)
+        return None
     from .blocking import frequent_pair_keys
 
+    n = max(int(eff.referenceCount or 1), 1)
     night_keys = night_tok.select("record_id").distinct()
     both = reg_tok.select("record_id", "tokens").join(night_keys, "record_id", "left_anti").unionByName(
         night_tok.select("record_id", "tokens"))
     fk = frequent_pair_keys(both, freq, eff)
-    night_fk = fk.join(night_keys, "record_id", "left_semi").select("block_key").distinct()
-    return (fk.join(night_keys, "record_id", "left_anti").join(night_fk, "block_key", "left_semi")
-            .select(F.col("record_id").alias("ref_key")))
+    night_fk = fk.join(night_keys, "record_id", "left_semi").select(
+        F.col("record_id").alias("night_key"), "block_key", "ub")
+    reg_fk = fk.join(night_keys, "record_id", "left_anti").select(F.col("record_id").alias("ref_key"), "block_key")
+    return night_fk.join(reg_fk, "block_key").select(
+        "night_key", "ref_key", F.log(F.lit(float(n)) / F.col("ub")).alias("weight"))
+
+
+def _frequent_pair_candidates(reg_tok: DataFrame, night_tok: DataFrame, freq: DataFrame,
+                              eff: LinkageProfile) -> DataFrame:
+    """Registry references (``ref_key``) sharing one of the engine's rare pairs of
+    frequent tokens with a night reference (``_frequent_pair_matches``); empty
+    when ``frequentPairMaxBlock`` is 0."""
+    m = _frequent_pair_matches(reg_tok, night_tok, freq, eff)
+    if m is None:
+        return reg_tok.select(F.col("record_id").alias("ref_key")).limit(0)
+    return m.select("ref_key")
 
 
 def ranked_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFrame, eff: LinkageProfile,
-                      top_entities: int = TOP_ENTITIES) -> DataFrame:
+                      top_entities: int = TOP_ENTITIES, extra: DataFrame | None = None) -> DataFrame:
     """The ``ranked`` neighbourhood: for each night reference, the registry
     entities it shares a pair key with, best ``top_entities`` only.
 
@@ -750,6 +766,13 @@ def ranked_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     brought nearly the whole registry in (measured: benchmarks/README.md, and
     again with this rule in session 7).
 
+    The engine's rare pairs of frequent tokens (``frequentPairMaxBlock``: JOHN
+    SMITH held by at most 50 references, with ``initialPairBlocks`` ULLAH R)
+    are ranked with them (``extra``, weight ``ln(N / holders)``): unranked,
+    their holders were most of a messy night's neighbourhood (session 7: at
+    night 4 of the 30 x 10,000 run 25,415 of its references against 4,575
+    from the ranked pair keys).
+
     Args:
         night_bt: (``ref_key``, ``token``, ``freq``) the night's blocking tokens.
         reg_bt: (``ref_key``, ``token``) registry references' tokens that are
@@ -757,6 +780,8 @@ def ranked_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
         base_mem: registry members with ``ref_key`` and ``entity_id``.
         eff: the profile made effective for N (``referenceCount``, ``blockByPairs``).
         top_entities: entities kept per night reference (≥ 1).
+        extra: optional (``night_key``, ``ref_key``, ``weight``) further matches
+            ranked with the pair-key ones (weights of one pair are summed).
 
     Returns: DataFrame(``ref_key``): one registry reference per kept entity
     (the entity is pulled in whole by the caller).
@@ -773,7 +798,11 @@ def ranked_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
               .agg(F.count(F.lit(1)).alias("shared"),
                    F.sum(F.log(F.lit(float(n)) / F.col("freq"))).alias("weight")))
     share_a_key = F.col("shared") >= (2 if eff.blockByPairs else 1)
-    best = (shared.filter(share_a_key)
+    matches = shared.filter(share_a_key).select("night_key", "ref_key", "weight")
+    if extra is not None:
+        matches = (matches.unionByName(extra.select("night_key", "ref_key", "weight"))
+                   .groupBy("night_key", "ref_key").agg(F.sum("weight").alias("weight")))
+    best = (matches
             .join(base_mem.select("ref_key", "entity_id"), "ref_key")
             .groupBy("night_key", "entity_id")
             .agg(F.max(F.struct("weight", "ref_key")).alias("b")))

@@ -85,3 +85,21 @@ def test_top_entities_must_be_positive(spark):
     nb, rb, mem = _frames(spark, {"n|1": ["ELM"]}, {"r|1": ("EA", ["ELM"])}, {"ELM": 3})
     with pytest.raises(ValueError, match="top_entities"):
         ranked_candidates(nb, rb, mem, load_profile("default").effective(N), 0)
+
+
+def test_frequent_pair_holders_are_ranked_with_the_pair_keys(spark):
+    # the engine's rare pairs of frequent tokens (JOHN SMITH under frequentPairMaxBlock) come in as
+    # extra weighted matches: their holders are ranked with the pair-key holders, not all pulled in
+    freq = {"ELM": 12, "SPRINGFIELD": 14}
+    night = {"n|1": ["ELM", "SPRINGFIELD"]}
+    registry = {"r|pair": ("EA", ["ELM", "SPRINGFIELD"])}
+    registry.update({f"r|name{i}": (f"EN{i:02d}", []) for i in range(40)})
+    nb, rb, mem = _frames(spark, night, registry, freq)
+    weak = math.log(N / 40)  # a pair held by 40 references
+    extra = spark.createDataFrame([("n|1", f"r|name{i}", weak) for i in range(40)]
+                                  + [("n|1", "r|pair", weak)], "night_key string, ref_key string, weight double")
+    eff = load_profile("default").effective(N)
+    got = sorted(registry[r.ref_key][0] for r in ranked_candidates(nb, rb, mem, eff, 3, extra).collect())
+    assert got == ["EA", "EN00", "EN01"]  # EA holds both kinds of key: its weights add up and it ranks first
+    everyone = {registry[r.ref_key][0] for r in ranked_candidates(nb, rb, mem, eff, 100, extra).collect()}
+    assert len(everyone) == 41
