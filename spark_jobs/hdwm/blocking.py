@@ -7,8 +7,9 @@ block key is a sorted pair of blocking tokens of the same reference
 (``"A B"`` with ``A < B``), otherwise the token itself; with
 ``rareTokenBlocks`` (washline) a blocking token rarer than ``√beta`` is also a
 block key on its own (``rare_token_limit``); with ``frequentPairMaxBlock``
-(washline) a rare pair of frequent word tokens is a block key too, and with
-``initialPairBlocks`` a word and an initial of one reference
+(washline) a rare pair of frequent word tokens is a block key too, with
+``initialPairBlocks`` a word and an initial of one reference, and with
+``numberPairBlocks`` a long number and a frequent word of one reference
 (``frequent_pair_keys``).
 
 Because a blocking token occurs at most ``beta`` times, DWM blocks are already
@@ -109,6 +110,16 @@ def frequent_pair_keys(tokens: DataFrame, freq: DataFrame, profile: LinkageProfi
     With ``initialPairBlocks`` a word token of that kind paired with a
     one-letter token of the same reference (``"ULLAH R"``, any frequency) is
     such a key too, under the same cap (``LinkageProfile.initialPairBlocks``).
+    With ``numberPairBlocks`` a long number (all digits, at least
+    ``max(minNumBlkTokenLen, minBlkTokenLen)`` of them, ``2 ≤ freq < sigma``:
+    a date of birth, SSN, phone, zip) paired with a word token of that kind
+    *above beta* (``"19800315 SMITH"``) is such a key too, under the same cap
+    (``LinkageProfile.numberPairBlocks``): a person who moved keeps the name
+    and the date of birth; when the date is held by more than ``√beta``
+    references it does not block alone, the names above beta pair with
+    nothing, and a common name pair is above the cap. A number and a word
+    both ≤ beta are already an ordinary pair key. Off in ``default.yaml``:
+    measured without an F1 gain (benchmarks/README.md, session 7).
 
     Returns:
         (``record_id``, ``block_key``, ``ub``) with ``ub`` the key's exact
@@ -133,6 +144,17 @@ def frequent_pair_keys(tokens: DataFrame, freq: DataFrame, profile: LinkageProfi
         initials = ex.filter(F.col("token").rlike(r"^[A-Z]$")).select("record_id", F.col("token").alias("t2"))
         keys = keys.unionByName(
             a.join(initials, "record_id").select("record_id", F.concat_ws(" ", "t1", "t2").alias("block_key")))
+    if profile.numberPairBlocks:
+        # a long number and a frequent word of one reference ("19800315 SMITH"): see
+        # LinkageProfile.numberPairBlocks; digits sort before letters, so the key is sorted too
+        min_digits = max(profile.minNumBlkTokenLen, profile.minBlkTokenLen)
+        numbers = ex.join(freq, "token").filter(
+            (F.col("freq") >= 2) & (F.col("freq") < profile.sigma)
+            & (F.length("token") >= min_digits) & F.col("token").rlike(r"^\d+$")
+        ).select("record_id", F.col("token").alias("t1"))
+        frequent = b.filter(F.col("f2") > profile.beta).select("record_id", "t2")
+        keys = keys.unionByName(
+            numbers.join(frequent, "record_id").select("record_id", F.concat_ws(" ", "t1", "t2").alias("block_key")))
     return (
         keys.withColumn("ub", F.count(F.lit(1)).over(Window.partitionBy("block_key")))
         .filter(F.col("ub") <= profile.frequentPairMaxBlock)

@@ -131,6 +131,15 @@ class LinkageProfile(BaseModel):
     #: and the middle initial; a rare surname alone is above ``√beta``, and an
     #: initial is shorter than ``minBlkTokenLen``, so no other key joins them.
     initialPairBlocks: bool = False
+    #: washline: with ``frequentPairMaxBlock``, a long number (all digits, at
+    #: least ``max(minNumBlkTokenLen, minBlkTokenLen)`` of them, below sigma:
+    #: a date of birth, SSN, phone) paired with a word token above beta of the
+    #: same reference ("19800315 SMITH") is a block key too, under the same
+    #: cap. A person who moved keeps the name and the date of birth; a date
+    #: held by more than √beta references does not block alone, names above
+    #: beta pair with nothing, and a common name pair is above the cap.
+    #: Off in default.yaml (measured without an F1 gain; benchmarks/README.md).
+    numberPairBlocks: bool = False
 
     # --- stop tokens / comparison (DWM55, DWM65/66) ---
     sigma: int = 12

@@ -168,3 +168,65 @@ def test_a_word_and_an_initial_of_one_reference_block(spark):
     # without the frequent-pair keys there are no initial pairs either
     off = base.model_copy(update={"initialPairBlocks": True, "frequentPairMaxBlock": 0})
     assert {tuple(r) for r in build_blocks(tokens, freq, off).pairs.collect()} == set()
+
+
+def _word(i: int, prefix: str) -> str:
+    """A distinct letters-only token per ``i`` (``prefix`` + base-26 letters)."""
+    out = ""
+    while True:
+        out = chr(ord("A") + i % 26) + out
+        i //= 26
+        if i == 0:
+            return prefix + out
+
+
+def test_a_long_number_and_a_frequent_name_block_at_1m(spark):
+    """A person who moved (same name and date of birth, another address) at the
+    default profile's 1M-reference thresholds (beta 506, √beta 22, cap 50):
+    JOHN and SMITH are above beta, JOHN SMITH is held by more references than
+    the cap, and the date is held by more than √beta. Only numberPairBlocks
+    ("19800315 SMITH") brings the two references together."""
+    from hdwm.config import load_profile
+
+    dob = "19800315"
+    rows = [("p1", ["JOHN", "SMITH", dob, "12", _word(0, "ELM")]),
+            ("p2", ["JOHN", "SMITH", dob, "99", _word(1, "OAK")])]  # moved
+    rows += [(f"js{i}", ["JOHN", "SMITH", str(19500101 + i), _word(i, "ST")]) for i in range(58)]  # other JOHN SMITHs
+    rows += [(f"j{i}", ["JOHN", _word(i, "SUR"), _word(i, "RD")]) for i in range(540)]
+    rows += [(f"s{i}", [_word(i, "GIV"), "SMITH", _word(i, "LN")]) for i in range(540)]
+    rows += [(f"d{i}", [_word(i, "PER"), _word(i, "FAM"), dob]) for i in range(28)]  # same date, other people
+    tokens = _refs(spark, rows)
+    freq = token_frequencies(tokens)
+    prof = load_profile("default").effective(1_000_000).model_copy(update={"numberPairBlocks": True})
+    assert (prof.beta, prof.frequentPairMaxBlock) == (506, 50)
+    f = {r.token: r.freq for r in freq.filter("token in ('JOHN', 'SMITH', '19800315')").collect()}
+    assert f["JOHN"] == f["SMITH"] == 600 > prof.beta  # names: no blocking token
+    assert 22 < f[dob] <= prof.beta  # the date blocks only in a pair; JOHN SMITH: 60 > cap
+    off = {tuple(r) for r in build_blocks(tokens, freq, prof.model_copy(
+        update={"numberPairBlocks": False})).pairs.collect()}
+    assert ("p1", "p2") not in off and off == set()
+    on = {tuple(r) for r in build_blocks(tokens, freq, prof).pairs.collect()}
+    # 19800315 JOHN and 19800315 SMITH are held by p1 and p2 only
+    assert on == {("p1", "p2")}
+    # the same cap: a number pair held by more than frequentPairMaxBlock references is no key
+    assert {tuple(r) for r in build_blocks(tokens, freq, prof.model_copy(
+        update={"frequentPairMaxBlock": 1})).pairs.collect()} == set()
+
+
+def test_number_pairs_need_a_long_number_and_a_frequent_word(spark):
+    """Short numbers (house numbers) and words ≤ beta make no number pair; the
+    rule is off without frequentPairMaxBlock."""
+    rows = [("a1", ["JOHN", "12345", "12", "ELM"]), ("a2", ["JOHN", "12345", "12", "OAK"]),
+            ("b1", ["JOHN", "7777"]), ("b2", ["JOHN", "7777"]),  # 4 digits: not a long number
+            ("c1", ["RARE", "55555"]), ("c2", ["RARE", "55555"]), ("c3", ["JOHN"]), ("c4", ["JOHN"])]
+    tokens = _refs(spark, rows)
+    freq = token_frequencies(tokens)  # JOHN 6 > beta 2; RARE 2; 55555 2; 12 2 (short)
+    base = LinkageProfile(beta=2, sigma=8, minBlkTokenLen=3, blockByPairs=True, excludeNumericBlocks=True,
+                          minNumBlkTokenLen=5, frequentPairMaxBlock=2)
+    on = {tuple(r) for r in build_blocks(tokens, freq, base.model_copy(
+        update={"numberPairBlocks": True})).pairs.collect()}
+    # c1/c2: RARE and 55555 are both blocking tokens, an ordinary pair key with or without the rule
+    assert on == {("a1", "a2"), ("c1", "c2")}
+    assert {tuple(r) for r in build_blocks(tokens, freq, base).pairs.collect()} == {("c1", "c2")}
+    off = base.model_copy(update={"numberPairBlocks": True, "frequentPairMaxBlock": 0})
+    assert {tuple(r) for r in build_blocks(tokens, freq, off).pairs.collect()} == {("c1", "c2")}
