@@ -174,7 +174,7 @@ def test_long_chain_with_too_few_rounds_does_not_converge(spark):
         connected_components(df, max_rounds=2)
 
 
-def test_link_job_exits_2_when_the_closure_does_not_converge(spark, monkeypatch, capsys):
+def test_link_job_exits_2_when_the_closure_does_not_converge(spark, monkeypatch, capsys, tmp_path):
     """Non-convergence is deterministic (the same input and profile fail the
     same way), so the link job exits 2, which SparkJobOperator treats as
     permanent (no Airflow retry), naming the profile's ``ccMaxRounds``; before,
@@ -195,7 +195,9 @@ def test_link_job_exits_2_when_the_closure_does_not_converge(spark, monkeypatch,
         connected_components(chain, max_rounds=2)
 
     monkeypatch.setattr(link, "run", run)
-    assert link.main(["--curated", "unused", "--out", "unused", "--ds", "2025-01-01"]) == 2
+    out = tmp_path / "linked"
+    assert link.main(["--curated", str(tmp_path / "curated"), "--out", str(out), "--ds", "2025-01-01"]) == 2
+    assert "ccMaxRounds" in (out / "metrics.error.json").read_text()  # the job's error file, in --out
     err = capsys.readouterr().err
     assert "[link] error: connected components did not converge in 2 rounds" in err and "ccMaxRounds" in err
     assert 2 in PERMANENT_EXIT_CODES["link"] and "ccMaxRounds" in PERMANENT_EXIT_CODES["link"][2]
