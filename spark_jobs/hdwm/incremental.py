@@ -704,39 +704,54 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     return reg_bt.select("ref_key").distinct()
 
 
-def _frequent_pair_matches(reg_tok: DataFrame, night_tok: DataFrame, freq: DataFrame,
-                           eff: LinkageProfile) -> DataFrame | None:
-    """(``night_key``, ``ref_key``, ``weight``): a night reference and a registry
-    reference that hold one of the engine's rare pairs of frequent tokens
-    (``hdwm.blocking.frequent_pair_keys``), counted over the registry and the
-    night together as the engine will block them; ``weight`` = ``ln(N / ub)``
-    nats, the rarity of the pair itself (``ub`` references hold it). None when
-    ``frequentPairMaxBlock`` is 0."""
+def _frequent_pair_keys(reg_tok: DataFrame, night_tok: DataFrame, freq: DataFrame,
+                        eff: LinkageProfile) -> tuple[DataFrame, DataFrame] | None:
+    """The engine's rare pairs of frequent tokens (``hdwm.blocking.frequent_pair_keys``),
+    counted over the registry and the night together as the engine will block
+    them: (night keys (``record_id``, ``block_key``, ``ub``), registry keys
+    (``record_id``, ``block_key``)) restricted to keys a night reference holds.
+    None when ``frequentPairMaxBlock`` is 0."""
     if not getattr(eff, "frequentPairMaxBlock", 0) > 0:
         return None
     from .blocking import frequent_pair_keys
 
-    n = max(int(eff.referenceCount or 1), 1)
     night_keys = night_tok.select("record_id").distinct()
     both = reg_tok.select("record_id", "tokens").join(night_keys, "record_id", "left_anti").unionByName(
         night_tok.select("record_id", "tokens"))
     fk = frequent_pair_keys(both, freq, eff)
-    night_fk = fk.join(night_keys, "record_id", "left_semi").select(
-        F.col("record_id").alias("night_key"), "block_key", "ub")
-    reg_fk = fk.join(night_keys, "record_id", "left_anti").select(F.col("record_id").alias("ref_key"), "block_key")
-    return night_fk.join(reg_fk, "block_key").select(
+    night_fk = fk.join(night_keys, "record_id", "left_semi").select("record_id", "block_key", "ub")
+    reg_fk = (fk.join(night_keys, "record_id", "left_anti")
+              .join(night_fk.select("block_key").distinct(), "block_key", "left_semi")
+              .select("record_id", "block_key"))
+    return night_fk, reg_fk
+
+
+def _frequent_pair_matches(reg_tok: DataFrame, night_tok: DataFrame, freq: DataFrame,
+                           eff: LinkageProfile) -> DataFrame | None:
+    """(``night_key``, ``ref_key``, ``weight``): a night reference and a registry
+    reference holding one rare pair of frequent tokens (``_frequent_pair_keys``);
+    ``weight`` = ``ln(N / ub)`` nats, the rarity of the pair itself (``ub``
+    references hold it). None when ``frequentPairMaxBlock`` is 0."""
+    keys = _frequent_pair_keys(reg_tok, night_tok, freq, eff)
+    if keys is None:
+        return None
+    night_fk, reg_fk = keys
+    n = max(int(eff.referenceCount or 1), 1)
+    return night_fk.withColumnRenamed("record_id", "night_key").join(
+        reg_fk.withColumnRenamed("record_id", "ref_key"), "block_key").select(
         "night_key", "ref_key", F.log(F.lit(float(n)) / F.col("ub")).alias("weight"))
 
 
 def _frequent_pair_candidates(reg_tok: DataFrame, night_tok: DataFrame, freq: DataFrame,
                               eff: LinkageProfile) -> DataFrame:
-    """Registry references (``ref_key``) sharing one of the engine's rare pairs of
-    frequent tokens with a night reference (``_frequent_pair_matches``); empty
-    when ``frequentPairMaxBlock`` is 0."""
-    m = _frequent_pair_matches(reg_tok, night_tok, freq, eff)
-    if m is None:
+    """Registry references (``ref_key``) holding one of the engine's rare pairs of
+    frequent tokens that a night reference holds (``_frequent_pair_keys``; a
+    semi-join, no night-registry pairs formed); empty when
+    ``frequentPairMaxBlock`` is 0."""
+    keys = _frequent_pair_keys(reg_tok, night_tok, freq, eff)
+    if keys is None:
         return reg_tok.select(F.col("record_id").alias("ref_key")).limit(0)
-    return m.select("ref_key")
+    return keys[1].select(F.col("record_id").alias("ref_key"))
 
 
 def ranked_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFrame, eff: LinkageProfile,
