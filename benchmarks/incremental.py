@@ -105,9 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-night", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--generator", choices=sorted(GENERATORS), default="synth")
-    ap.add_argument("--neighbourhood", choices=["block_key", "pair_key", "ranked", "token"], default="pair_key")
+    ap.add_argument("--neighbourhood", choices=["block_key", "pair_key", "ranked", "token"], default=None,
+                    help="registry neighbourhood rule (default: the profile's registryNeighbourhood)")
     ap.add_argument("--top-entities", type=int, default=None,
-                    help="with --neighbourhood ranked: entities kept per night reference (default: the engine's)")
+                    help="with ranked: entities kept per night reference (default: the profile's "
+                         "registryTopEntities)")
     ap.add_argument("--profile", default="default")
     ap.add_argument("--skip-batch", action="store_true", help="no full batch relink at the end")
     ap.add_argument("--work", default=None, help="working folder (default: a new temp folder)")
@@ -161,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
                            top_entities=a.top_entities)
         (reg / f"ds={ds}" / "_PUBLISHED.json").write_text(json.dumps({"ds": ds, "published_at": "bench"}))
         r = payload["registry"]
+        results["neighbourhood"] = r.get("neighbourhood_rule", results["neighbourhood"])  # the rule the job used
+        results["top_entities"] = r.get("top_entities", results["top_entities"])
         rec = {"night": i + 1, "ds": ds, "seconds": payload["seconds"],
                "neighbourhood": r["neighbourhood_references"], "new": r["new_references"],
                "joined": r["joined_existing"], "merges": r["merges"], "splits": r["splits"],

@@ -147,7 +147,7 @@ def attributes_map(df):
 
 def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str | None = None, spark=None, *,
         registry: str | None = None, source_col: str = "source", decisions: str | None = None,
-        landing: str | None = None, neighbourhood: str = "pair_key", rebuild: bool = False,
+        landing: str | None = None, neighbourhood: str | None = None, rebuild: bool = False,
         top_entities: int | None = None) -> dict:
     """Link ``curated`` into ``out``; returns the metrics dict written to metrics.json.
 
@@ -167,8 +167,8 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
     is then the entity id. ``decisions`` (default
     ``$WASHLINE_DATA/decisions/decisions.csv`` if present) holds must-link /
     cannot-link pairs that always hold. ``neighbourhood`` and ``top_entities``
-    (None: the engine's default) are passed to ``hdwm.incremental.link_night``
-    (``block_key``, ``ranked`` or ``token``; benchmarks only).
+    (None: the profile's ``registryNeighbourhood`` / ``registryTopEntities``) are
+    passed to ``hdwm.incremental.link_night``.
     ``rebuild`` (needs ``registry``): relink the base version's every member
     with the night in one batch (``hdwm.incremental.rebuild_night``); the
     registry stages are then recount, rebuild link and id assignment.
@@ -348,7 +348,7 @@ def _link_alone(spark, refs, ds, profile, must, cannot, ckpt, unique_ids: bool):
 
 
 def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, cannot, ckpt, t0, read_version,
-                        clear_markers, write_version, neighbourhood="pair_key", rebuild=False, top_entities=None):
+                        clear_markers, write_version, neighbourhood=None, rebuild=False, top_entities=None):
     """Link the night against registry version ``base_ds`` (or, with
     ``rebuild``, relink that version's history with the night in one batch)
     and write version ``ds``."""
@@ -362,8 +362,8 @@ def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, canno
     if rebuild:
         res = rebuild_night(spark, base, night, ds, profile, must, cannot, ckpt)
     else:
-        kw = {} if top_entities is None else {"top_entities": int(top_entities)}
-        res = link_night(spark, base, night, ds, profile, must, cannot, ckpt, neighbourhood=neighbourhood, **kw)
+        res = link_night(spark, base, night, ds, profile, must, cannot, ckpt, neighbourhood=neighbourhood,
+                         top_entities=top_entities)
     links = res.links.join(refs.select("ref_key", "source", "record_id"), "ref_key").select(
         "source", "record_id", F.col("entity_id").alias("cluster_id"), "iteration", "mu", "quality",
         F.col("member_count").cast("int").alias("cluster_size")).localCheckpoint(eager=True)
@@ -372,6 +372,8 @@ def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, canno
         "new_entities", "grows", "merges", "splits", "split_rows", "updates")},
         "seconds": None, "profile": profile.name,
         "neighbourhood_references": res.counts["neighbourhood_references"],
+        "neighbourhood_rule": res.counts.get("neighbourhood_rule", "rebuild"),
+        "top_entities": res.counts.get("top_entities"),
         "resent_references": res.counts["resent_references"]}
     if rebuild:
         complete["rebuild"] = res.counts["rebuild"]

@@ -257,6 +257,16 @@ class LinkageProfile(BaseModel):
     #: same partition, slower; for checking.
     iterationShortcut: bool = True
 
+    # --- the entity registry (washline, issue 13; ``hdwm.incremental``) ---
+    #: which registry references a night links with (``hdwm.incremental.candidate_references``):
+    #: ``pair_key`` – every holder of a pair key or frequent-name pair a night reference holds;
+    #: ``ranked`` – per night reference only the ``registryTopEntities`` best entities among them
+    #: (``ranked_candidates``), so a night's cost is bounded by the night's size;
+    #: ``block_key`` / ``token`` – wider, for measurement. Not a DWM parameter (DWM links one batch).
+    registryNeighbourhood: Literal["block_key", "pair_key", "ranked", "token"] = "pair_key"
+    #: with ``registryNeighbourhood: ranked``: entities kept per night reference (≥ 1).
+    registryTopEntities: int = Field(10, ge=1)
+
     # --- cluster quality (DWM90/95) ---
     epsilon: float = Field(0.50, ge=0.0, le=1.0)
     epsilonIterate: float = Field(0.0, ge=0.0, le=1.0)

@@ -465,8 +465,8 @@ def assign_and_build(spark: SparkSession, base: RegistryVersion, clusters: DataF
 def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds: str,
                profile: LinkageProfile | str = "default", must: DataFrame | None = None,
                cannot: DataFrame | None = None, checkpoint_dir: str | None = None,
-               neighbourhood: str = "pair_key", big_entity_warn: int = BIG_ENTITY_WARN,
-               top_entities: int = TOP_ENTITIES) -> NightResult:
+               neighbourhood: str | None = None, big_entity_warn: int = BIG_ENTITY_WARN,
+               top_entities: int | None = None) -> NightResult:
     """Link ``night`` against ``base``; see the module doc.
 
     Args:
@@ -475,8 +475,9 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
         neighbourhood: ``block_key`` (engine block keys), ``pair_key`` (pair keys only),
             ``ranked`` (per night reference, the ``top_entities`` best entities it shares a
             pair key with, ``ranked_candidates``) or ``token`` (any shared blocking token); see
-            ``candidate_references``.
-        top_entities: with ``ranked``, entities kept per night reference.
+            ``candidate_references``. None: the profile's ``registryNeighbourhood``.
+        top_entities: with ``ranked``, entities kept per night reference. None: the profile's
+            ``registryTopEntities``.
 
     Returns: ``NightResult`` with ``frequencies`` and ``links``; ``counts`` also
     holds ``neighbourhood_references`` and ``linked_references`` (what the engine saw).
@@ -486,6 +487,8 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     """
     t0 = time.time()
     profile = load_profile(profile)
+    neighbourhood = profile.registryNeighbourhood if neighbourhood is None else neighbourhood
+    top_entities = profile.registryTopEntities if top_entities is None else int(top_entities)
     if neighbourhood not in NEIGHBOURHOODS:
         raise ValueError(f"neighbourhood must be one of {', '.join(NEIGHBOURHOODS)}, got {neighbourhood!r}")
     night = _freeze(night.withColumn("ref_key", ref_key_col()))
@@ -562,7 +565,8 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     res.engine_metrics = emetrics
     res.pairs = pairs
     res.counts.update({"neighbourhood_references": n_neigh, "linked_references": n_night + n_neigh,
-                       "resent_references": n_resent})
+                       "resent_references": n_resent, "neighbourhood_rule": neighbourhood,
+                       "top_entities": top_entities if neighbourhood == "ranked" else None})
     _say("registry: id assignment", {k: res.counts[k] for k in (
         "night_references", "new_references", "joined_existing", "new_entities", "grows", "merges", "splits",
         "entities_total", "references_total") if k in res.counts}, time.time() - t_stage)
@@ -759,10 +763,12 @@ def ranked_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     """The ``ranked`` neighbourhood: for each night reference, the registry
     entities it shares a pair key with, best ``top_entities`` only.
 
-    A registry reference shares a pair key with a night reference when they
-    share two blocking tokens (``blockByPairs``; without it one blocking token
-    is a key) – the ``pair_key`` rule's candidates, so ``ranked`` never pulls
-    in more than ``pair_key``. Such a pair is weighted by the inverse document
+    A registry reference shares a key with a night reference when they share
+    two blocking tokens (``blockByPairs``; without it one blocking token is a
+    key) or, with the engine's ``rareTokenBlocks``, one blocking token rarer
+    than ``√beta`` (``hdwm.blocking.rare_token_limit``): the engine's own block
+    keys (``block_key``), so ``ranked`` never pulls in more than ``block_key``.
+    Such a pair is weighted by the inverse document
     frequency of the blocking tokens it shares, ``Σ ln(N / freq)`` in nats (the
     evidence weight of ``identifyingAgreementRule``; N = references after the
     night). Each entity is ranked, per night reference, by its best member's
@@ -777,9 +783,12 @@ def ranked_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     with an address), so they rank high; the rank bounds the neighbourhood by
     the night's size – at most ``top_entities`` entities per night reference –
     whatever the history's. A single rare token shared alone (the engine's
-    ``rareTokenBlocks``) is left out as in ``pair_key``: on large nights it
-    brought nearly the whole registry in (measured: benchmarks/README.md, and
-    again with this rule in session 7).
+    ``rareTokenBlocks``) counts, as in the engine: unranked (``block_key``) it
+    brought nearly the whole registry in (benchmarks/README.md), ranked it is
+    bounded like the rest; left out (session 7's form), 19 % of the night
+    references of night 30 of the messy 30 x 10,000 run that had an earlier
+    true reference shared no key with any of them (benchmarks/README.md,
+    "Ranked with the engine's rare tokens").
 
     The engine's rare pairs of frequent tokens (``frequentPairMaxBlock``: JOHN
     SMITH held by at most 50 references, with ``initialPairBlocks`` ULLAH R)
@@ -810,9 +819,15 @@ def ranked_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     shared = (night_bt.select(F.col("ref_key").alias("night_key"), "token", "freq")
               .join(reg_bt.select("ref_key", "token"), "token")
               .groupBy("night_key", "ref_key")
-              .agg(F.count(F.lit(1)).alias("shared"),
+              .agg(F.count(F.lit(1)).alias("shared"), F.min("freq").alias("rarest"),
                    F.sum(F.log(F.lit(float(n)) / F.col("freq"))).alias("weight")))
     share_a_key = F.col("shared") >= (2 if eff.blockByPairs else 1)
+    if eff.blockByPairs and getattr(eff, "rareTokenBlocks", False):
+        # the engine's own rule: a token rarer than sqrt(beta) is a block key alone (a person who
+        # moved shares the surname, or an SSN beside another address); ranked, it cannot flood
+        from .blocking import rare_token_limit
+
+        share_a_key = share_a_key | (F.col("rarest") <= rare_token_limit(eff))
     matches = shared.filter(share_a_key).select("night_key", "ref_key", "weight")
     if extra is not None:
         matches = (matches.unionByName(extra.select("night_key", "ref_key", "weight"))

@@ -18,6 +18,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from hdwm.config import load_profile
+
 pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[2]
@@ -297,6 +299,10 @@ def test_task_log_tells_each_registry_stage_with_counts_and_seconds(nights):
             f"[link] registry: token frequencies maintained: ds={ds} night={len(rows)} "
             f"sent_again={c['resent_references']} registry={base_refs} N={c['references_total']} distinct_tokens=")
         assert f"references={c['neighbourhood_references']} entities=" in by_stage["registry: neighbourhood pulled in"]
+        # the rule comes from the profile (registryNeighbourhood), and the log and _COMPLETE.json name it
+        rule = load_profile("default").registryNeighbourhood
+        assert c["neighbourhood_rule"] == rule, c
+        assert f"neighbourhood_rule={rule} " in by_stage["registry: neighbourhood pulled in"]
         link_line = re.match(r"\[link\] registry: link: references=(\d+) clusters=(\d+) iterations=(\d+) \(stage ",
                              by_stage["registry: link"])
         assert link_line, by_stage["registry: link"]

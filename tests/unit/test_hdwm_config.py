@@ -41,6 +41,8 @@ def test_dwm_template_defaults():
         ("mu: 1.5\n", "mu"),
         ("comparator: Jaccard\n", "comparator"),
         ("betta: 3\n", "betta"),
+        ("registryNeighbourhood: nearest\n", "registryNeighbourhood"),
+        ("registryTopEntities: 0\n", "registryTopEntities"),
         ("- a\n- b\n", "mapping"),
     ],
 )

@@ -1,5 +1,5 @@
 """The ``ranked`` registry neighbourhood (issue 13): per night reference, the best
-entities it shares a pair key with, bounded whatever the history's size."""
+entities it shares an engine block key with, bounded whatever the history's size."""
 
 from __future__ import annotations
 
@@ -45,16 +45,24 @@ def test_co_residents_cannot_crowd_out_the_persons_own_entity(spark):
     assert "EZZ" in _entities(spark, night, registry, freq, 1)
 
 
-def test_only_references_sharing_a_pair_key_are_candidates(spark):
-    freq = {"ELM": 12, "SPRINGFIELD": 14, "ZORBA": 3}
-    night = {"n|1": ["ELM", "SPRINGFIELD", "ZORBA"]}
+def test_only_references_sharing_an_engine_block_key_are_candidates(spark):
+    # the engine's block keys at N = 1000 (beta 16): a pair of blocking tokens, or one token rarer
+    # than sqrt(beta) = 4 on its own (rareTokenBlocks)
+    freq = {"ELM": 12, "SPRINGFIELD": 14, "ZORBA": 3, "QUILL": 8}
+    night = {"n|1": ["ELM", "SPRINGFIELD", "ZORBA", "QUILL"]}
     registry = {
-        "r|street": ("EA", ["ELM"]),              # one common token: no pair key
-        "r|rare": ("EB", ["ZORBA"]),              # one rare token alone: left out, as by pair_key
+        "r|street": ("EA", ["ELM"]),              # one common token: no key
+        "r|rare": ("EB", ["ZORBA"]),              # one token rarer than sqrt(beta): a key, as in the engine
         "r|pair": ("EC", ["ELM", "SPRINGFIELD"]),  # a pair key
         "r|both": ("ED", ["SPRINGFIELD", "ZORBA"]),
+        "r|mid": ("EE", ["QUILL"]),               # one blocking token above sqrt(beta): no key
     }
-    assert _entities(spark, night, registry, freq, 10) == ["EC", "ED"]
+    assert _entities(spark, night, registry, freq, 10) == ["EB", "EC", "ED"]
+    # the lone rare token ranks below a pair (weight ln(N/3) against ln(N/12) + ln(N/14))
+    assert _entities(spark, night, registry, freq, 2) == ["EC", "ED"]
+    eff = load_profile("default").effective(N).model_copy(update={"rareTokenBlocks": False})
+    nb, rb, mem = _frames(spark, night, registry, freq)
+    assert sorted(registry[r.ref_key][0] for r in ranked_candidates(nb, rb, mem, eff, 10).collect()) == ["EC", "ED"]
 
 
 def test_an_entity_counts_once_with_its_best_member(spark):
