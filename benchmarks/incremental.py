@@ -120,7 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rules", default=None,
                     help="with --compare-neighbourhood: comma-separated rules, e.g. pair_key,ranked:3,ranked:10 "
                          "(default block_key,token)")
+    ap.add_argument("--rank-of-truth", default=None, metavar="NIGHTS",
+                    help="no linking: on the registry of an earlier run in --work, for nights NIGHTS (e.g. 5,30) "
+                         "where a night reference's own earlier entity ranks among the entities it shares a key with")
     a = ap.parse_args(argv)
+    if a.rank_of_truth:
+        return rank_of_truth(Path(a.work), a.profile, [int(x) for x in a.rank_of_truth.split(",")])
     if a.compare_neighbourhood:
         return compare_neighbourhood(Path(a.work), a.profile, a.rules.split(",") if a.rules else None)
 
@@ -253,6 +258,58 @@ def compare_neighbourhood(work: Path, profile_name: str, rules: list[str] | None
             cells.append(f"{row['r']} / {row['e']} / {time.time() - t:.1f}")
         print(f"| {i + 1} | {prev.complete['references_total']} | {night.count()} | " + " | ".join(cells) + " |",
               flush=True)
+    spark.stop()
+    return 0
+
+
+def rank_of_truth(work: Path, profile_name: str, nights: list[int]) -> int:
+    """A measurement of the ``ranked`` rule, not a tuning loop: for each night d
+    of ``nights`` of an earlier run in ``work`` (its curated nights carry
+    ``truth_entity``), the night references whose true entity has references in
+    version d-1, and the rank (``hdwm.incremental.neighbourhood_ranks``) of the
+    best-ranked registry entity holding one of them: 1, 2, 3, 4-10, > 10, or
+    none (no key shared with any of them: no rule built on keys finds it, only
+    a chain through other references). Also how many have their earlier true
+    references spread over more than one registry entity. Prints one line per night."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import functions as F
+
+    from hdwm.config import load_profile
+    from hdwm.incremental import neighbourhood_ranks
+    from hdwm.registry import read_version, ref_key_col, versions
+    from hdwm.spark import get_spark
+    from hdwm.tokenizer import tokenize
+
+    spark = get_spark("incremental-rank-of-truth", {"spark.ui.enabled": "false"})
+    spark.sparkContext.setLogLevel("WARN")
+    profile = load_profile(profile_name)
+    root = work / "data" / "lake"
+    vs = versions(root / "entities")
+    truth = (spark.read.parquet(*[str(root / "curated" / v) for v in vs])
+             .select(ref_key_col().alias("ref_key"), F.col("truth_entity").cast("string").alias("t")))
+    for d in nights:
+        if not 2 <= d <= len(vs):
+            raise SystemExit(f"night {d} is not in the run (nights 2..{len(vs)} have a registry before them)")
+        prev, cur = read_version(spark, root / "entities", vs[d - 2]), read_version(spark, root / "entities", vs[d - 1])
+        base_mem = prev.members.withColumn("ref_key", ref_key_col())
+        night = cur.members.filter(F.col("first_seen_ds") == vs[d - 1]).withColumn("ref_key", ref_key_col())
+        ntok = tokenize(night.select(F.col("ref_key").alias("record_id"), "text"), profile)
+        ranks = neighbourhood_ranks(base_mem, ntok, cur.frequencies,
+                                    profile.effective(cur.complete["references_total"]), profile)
+        true_ents = (night.select("ref_key").join(truth, "ref_key").withColumnRenamed("ref_key", "night_key")
+                     .join(base_mem.select("ref_key", "entity_id").join(truth, "ref_key")
+                           .select("t", "entity_id").distinct(), "t"))
+        per = (true_ents.join(ranks, ["night_key", "entity_id"], "left").groupBy("night_key")
+               .agg(F.min("rank").alias("rank"), F.countDistinct("entity_id").alias("true_entities")))
+        bucket = (F.when(F.col("rank").isNull(), "none").when(F.col("rank") <= 3, F.col("rank").cast("string"))
+                  .when(F.col("rank") <= 10, "4-10").otherwise(">10"))
+        rows = {r["b"]: r["count"] for r in per.select(bucket.alias("b")).groupBy("b").count().collect()}
+        total = sum(rows.values())
+        spread = per.filter("true_entities > 1").count()
+        cells = ", ".join(f"{b}: {rows.get(b, 0)} ({rows.get(b, 0) / max(total, 1):.1%})"
+                          for b in ("1", "2", "3", "4-10", ">10", "none"))
+        print(f"night {d} ({vs[d - 1]}): {total} of {night.count()} night references have earlier true references "
+              f"({spread} spread over > 1 registry entity); rank of the best true entity: {cells}", flush=True)
     spark.stop()
     return 0
 

@@ -75,10 +75,9 @@ log = logging.getLogger("hdwm.incremental")
 
 #: an entity with more members than this entering the neighbourhood is logged
 BIG_ENTITY_WARN = 2000
-#: ``ranked`` neighbourhood: registry entities kept per night reference (see ``ranked_candidates``);
-#: above the largest household of person data (two parents and four children), so co-residents
-#: cannot crowd a person's own entity out; not fitted to any file
-TOP_ENTITIES = 10
+#: ``ranked`` neighbourhood: registry entities kept per night reference when no profile says
+#: (``LinkageProfile.registryTopEntities``' default; see ``ranked_candidates``)
+TOP_ENTITIES = LinkageProfile.model_fields["registryTopEntities"].default
 NEIGHBOURHOODS = ("block_key", "pair_key", "ranked", "token")
 DECISIONS_COLUMNS = ["source_a", "record_id_a", "source_b", "record_id_b", "decision", "decided_by",
                      "decided_at", "note"]
@@ -473,8 +472,8 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
         night: (``source``, ``record_id``, ``text``, ``attributes`` map<string,string>
             [, ``truth_entity``]); (source, record_id) unique.
         neighbourhood: ``block_key`` (engine block keys), ``pair_key`` (pair keys only),
-            ``ranked`` (per night reference, the ``top_entities`` best entities it shares a
-            pair key with, ``ranked_candidates``) or ``token`` (any shared blocking token); see
+            ``ranked`` (per night reference, the ``top_entities`` best entities it shares an
+            engine block key or frequent-name pair with, ``ranked_candidates``) or ``token`` (any shared blocking token); see
             ``candidate_references``. None: the profile's ``registryNeighbourhood``.
         top_entities: with ``ranked``, entities kept per night reference. None: the profile's
             ``registryTopEntities``.
@@ -672,20 +671,16 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
             both include the engine's rare pairs of frequent word tokens
             (``frequentPairMaxBlock``, with ``initialPairBlocks`` a word and an
             initial), counted over registry and night;
-            ``ranked`` – ``pair_key``'s pair-key holders, only the
+            ``ranked`` – ``block_key``'s key holders and the same
+            frequent-pair holders, ranked together: only the
             ``top_entities`` best entities per night reference
-            (``ranked_candidates``), plus the same frequent-pair holders;
+            (``ranked_candidates``);
             ``token`` – share any blocking token.
         top_entities: with ``ranked``, entities kept per night reference.
 
     Returns: DataFrame(``ref_key``) distinct.
     """
-    night_bt = blocking_tokens(night_tok, freq, eff).select(F.col("record_id").alias("ref_key"), "token", "freq")
-    night_bt = _freeze(night_bt)
-    bt_set = night_bt.select("token", "freq").distinct()
-    reg_tok = tokenize(base_mem.select(F.col("ref_key").alias("record_id"), "text"), profile)
-    reg_bt = (reg_tok.select(F.col("record_id").alias("ref_key"), F.explode(F.array_distinct("tokens")).alias("token"))
-              .join(bt_set, "token"))
+    night_bt, reg_tok, reg_bt = _shared_token_inputs(base_mem, night_tok, freq, eff, profile)
     if neighbourhood == "ranked":
         extra = _frequent_pair_matches(reg_tok, night_tok, freq, eff)
         return ranked_candidates(night_bt, reg_bt, base_mem, eff, top_entities, extra).distinct()
@@ -706,6 +701,29 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
         near = keys(reg_bt).join(nkeys, "block_key", "left_semi").select("ref_key")
         return near.unionByName(_frequent_pair_candidates(reg_tok, night_tok, freq, eff)).distinct()
     return reg_bt.select("ref_key").distinct()
+
+
+def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
+                         profile: LinkageProfile) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """(night blocking tokens (``ref_key``, ``token``, ``freq``), registry tokens
+    (``record_id``, ``tokens``), registry references' tokens among the night's
+    blocking tokens (``ref_key``, ``token``)): what every rule compares."""
+    night_bt = blocking_tokens(night_tok, freq, eff).select(F.col("record_id").alias("ref_key"), "token", "freq")
+    night_bt = _freeze(night_bt)
+    bt_set = night_bt.select("token", "freq").distinct()
+    reg_tok = tokenize(base_mem.select(F.col("ref_key").alias("record_id"), "text"), profile)
+    reg_bt = (reg_tok.select(F.col("record_id").alias("ref_key"), F.explode(F.array_distinct("tokens")).alias("token"))
+              .join(bt_set, "token"))
+    return night_bt, reg_tok, reg_bt
+
+
+def neighbourhood_ranks(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
+                        profile: LinkageProfile) -> DataFrame:
+    """For measurement (``benchmarks/incremental.py --rank-of-truth``): every
+    registry entity each night reference shares a key with, with the rank the
+    ``ranked`` rule gives it (``entity_ranks``; arguments as ``candidate_references``)."""
+    night_bt, reg_tok, reg_bt = _shared_token_inputs(base_mem, night_tok, freq, eff, profile)
+    return entity_ranks(night_bt, reg_bt, base_mem, eff, _frequent_pair_matches(reg_tok, night_tok, freq, eff))
 
 
 def _frequent_pair_keys(reg_tok: DataFrame, night_tok: DataFrame, freq: DataFrame,
@@ -815,6 +833,19 @@ def ranked_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     """
     if top_entities < 1:
         raise ValueError(f"top_entities must be at least 1, got {top_entities}")
+    return (entity_ranks(night_bt, reg_bt, base_mem, eff, extra).filter(F.col("rank") <= top_entities)
+            .select("ref_key"))
+
+
+def entity_ranks(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFrame, eff: LinkageProfile,
+                 extra: DataFrame | None = None) -> DataFrame:
+    """Every registry entity a night reference shares a key with, ranked: the
+    ordering ``ranked_candidates`` cuts (same arguments, see there).
+
+    Returns: DataFrame(``night_key``, ``entity_id``, ``ref_key`` – the entity's
+    best member, ``weight`` – its weight in nats, ``rank`` – 1 = best per night
+    reference, ties to the smaller entity id).
+    """
     n = max(int(eff.referenceCount or 1), 1)
     shared = (night_bt.select(F.col("ref_key").alias("night_key"), "token", "freq")
               .join(reg_bt.select("ref_key", "token"), "token")
@@ -837,8 +868,8 @@ def ranked_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
             .groupBy("night_key", "entity_id")
             .agg(F.max(F.struct("weight", "ref_key")).alias("b")))
     w = Window.partitionBy("night_key").orderBy(F.desc("b.weight"), F.asc("entity_id"))
-    return (best.withColumn("rank", F.row_number().over(w)).filter(F.col("rank") <= top_entities)
-            .select(F.col("b.ref_key").alias("ref_key")))
+    return best.withColumn("rank", F.row_number().over(w)).select(
+        "night_key", "entity_id", F.col("b.ref_key").alias("ref_key"), F.col("b.weight").alias("weight"), "rank")
 
 
 def _decision_entities(spark: SparkSession, base_mem: DataFrame, must: DataFrame | None,
