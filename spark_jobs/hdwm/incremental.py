@@ -140,6 +140,49 @@ def engine_link(spark: SparkSession, refs: DataFrame, profile: LinkageProfile, f
     return out, res.metrics, res.pairs
 
 
+def keep_unevidenced_splits_whole(clusters: DataFrame, old: DataFrame) -> tuple[DataFrame, int]:
+    """Undo the splits of registry entities that no night evidence touched.
+
+    The night relinks its neighbourhood's entities with the night. When the
+    engine puts an old entity's members into several clusters and none of those
+    clusters holds a night reference or a member of another entity, nothing the
+    night brought is involved: the cut comes from relinking the same members in
+    another context (other neighbours, frequencies grown by the night), not from
+    evidence. Such an entity is put back together (its members take the
+    smallest of their cluster labels); a split in which a part joins a night
+    reference or another entity stands (issue 13: "an entity the night's
+    evidence splits"; "entities already in the registry are not re-linked from
+    scratch every night"). Human cannot-links are enforced afterwards
+    (``enforce_decisions``), so they still split.
+
+    Args:
+        clusters: (``ref_key``, ``cluster``, ...) one row per linked reference.
+        old: (``ref_key``, ``entity_id``) the registry members among them (the
+            neighbourhood); a key absent here is a night reference.
+
+    Returns: (``clusters`` relabelled, other columns kept; the number of
+    entities kept whole).
+    """
+    lab = clusters.select("ref_key", "cluster").join(old, "ref_key", "left")
+    per_cluster = lab.groupBy("cluster").agg(
+        F.sum(F.when(F.col("entity_id").isNull(), 1).otherwise(0)).alias("night_refs"),
+        F.countDistinct("entity_id").alias("entities"))
+    pure = per_cluster.filter((F.col("night_refs") == 0) & (F.col("entities") == 1)).select("cluster")
+    pieces = (lab.filter(F.col("entity_id").isNotNull())
+              .join(pure.withColumn("pure", F.lit(True)), "cluster", "left")
+              .groupBy("entity_id")
+              .agg(F.countDistinct("cluster").alias("parts"), F.min("cluster").alias("to"),
+                   F.min(F.coalesce("pure", F.lit(False)).cast("int")).alias("all_pure")))
+    whole = _freeze(pieces.filter((F.col("parts") > 1) & (F.col("all_pure") == 1)).select("entity_id", "to"))
+    n = whole.count()
+    if not n:
+        return clusters, 0
+    moves = old.join(whole, "entity_id").select("ref_key", F.col("to").alias("_to"))
+    out = (clusters.join(moves, "ref_key", "left")
+           .withColumn("cluster", F.coalesce("_to", "cluster")).drop("_to"))
+    return out, n
+
+
 # ---------------------------------------------------------------- human decisions
 
 class DecisionsError(ValueError):
@@ -553,9 +596,13 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     else:
         sub = night.select(*cols).unionByName(neigh.select(*cols))
     clusters, emetrics, pairs = engine_link(spark, sub, profile, freq, n_total, must, cannot, checkpoint_dir)
+    kept_whole = 0
+    if profile.registryStableEntities:
+        clusters, kept_whole = keep_unevidenced_splits_whole(clusters, neigh.select("ref_key", "entity_id"))
     clusters = _freeze(enforce_decisions(clusters, must, cannot))
     _say("registry: link", {"references": n_night + n_neigh, "clusters": emetrics.get("clusters"),
-                            "iterations": len(emetrics.get("iterations") or [])}, time.time() - t_stage)
+                            "iterations": len(emetrics.get("iterations") or []),
+                            "splits_without_night_evidence_kept_whole": kept_whole}, time.time() - t_stage)
     t_stage = time.time()
 
     # 4. ids and the next version

@@ -111,3 +111,29 @@ def test_frequent_pair_holders_are_ranked_with_the_pair_keys(spark):
     assert got == ["EA", "EN00", "EN01"]  # EA holds both kinds of key: its weights add up and it ranks first
     everyone = {registry[r.ref_key][0] for r in ranked_candidates(nb, rb, mem, eff, 100, extra).collect()}
     assert len(everyone) == 41
+
+
+def test_a_split_without_night_evidence_is_undone_and_one_with_it_stands(spark):
+    from hdwm.incremental import keep_unevidenced_splits_whole
+
+    old = spark.createDataFrame([("r|a1", "EA"), ("r|a2", "EA"), ("r|a3", "EA"),   # EA: cut, no night ref near
+                                 ("r|b1", "EB"), ("r|b2", "EB"),                   # EB: one part joins n|1
+                                 ("r|c1", "EC"), ("r|c2", "EC"),                   # EC: one part joins ED's
+                                 ("r|d1", "ED"),
+                                 ("r|e1", "EE"), ("r|e2", "EE")],                  # EE: not cut
+                                "ref_key string, entity_id string")
+    clusters = spark.createDataFrame([
+        ("r|a1", "k1", 1), ("r|a2", "k1", 1), ("r|a3", "k2", 2),
+        ("r|b1", "k3", 1), ("r|b2", "k4", 1), ("n|1", "k4", 1),
+        ("r|c1", "k5", 1), ("r|c2", "k6", 1), ("r|d1", "k6", 1),
+        ("r|e1", "k7", 3), ("r|e2", "k7", 3),
+        ("n|2", "k8", 1)], "ref_key string, cluster string, iteration int")
+    out, n = keep_unevidenced_splits_whole(clusters, old)
+    got = {r.ref_key: (r.cluster, r.iteration) for r in out.collect()}
+    assert n == 1
+    assert got["r|a1"][0] == got["r|a2"][0] == got["r|a3"][0] == "k1"  # put back together, smallest label
+    assert got["r|a3"][1] == 2  # other columns kept
+    assert got["r|b1"][0] != got["r|b2"][0] == got["n|1"][0]  # the night's evidence splits EB
+    assert got["r|c1"][0] != got["r|c2"][0] == got["r|d1"][0]  # so does a merge with ED
+    assert got["r|e1"][0] == got["r|e2"][0] and got["n|2"][0] == "k8"
+    assert len(got) == 12
