@@ -266,10 +266,13 @@ class LinkageProfile(BaseModel):
     registryNeighbourhood: Literal["block_key", "pair_key", "ranked", "token"] = "pair_key"
     #: with ``registryNeighbourhood: ranked``: entities kept per night reference (≥ 1).
     registryTopEntities: int = Field(10, ge=1)
-    #: an entity of the registry is split by a night only when one of its parts
-    #: joins a night reference or another entity; a relink that only regroups
-    #: its own members is undone (``hdwm.incremental.keep_unevidenced_splits_whole``).
-    registryStableEntities: bool = True
+    #: when a night may split a registry entity (``hdwm.incremental.apply_split_policy``):
+    #: ``engine`` – whenever the relink puts its members in several clusters;
+    #: ``night_evidence`` – only when one of the parts joins a night reference or
+    #: another entity (a relink that only regroups its own members is undone);
+    #: ``never`` – the parts are put back together with whatever they joined
+    #: (only human cannot-links and the full rebuild split).
+    registrySplits: Literal["engine", "night_evidence", "never"] = "night_evidence"
 
     # --- cluster quality (DWM90/95) ---
     epsilon: float = Field(0.50, ge=0.0, le=1.0)

@@ -140,6 +140,50 @@ def engine_link(spark: SparkSession, refs: DataFrame, profile: LinkageProfile, f
     return out, res.metrics, res.pairs
 
 
+def apply_split_policy(clusters: DataFrame, old: DataFrame, policy: str) -> tuple[DataFrame, int]:
+    """The profile's ``registrySplits`` on a night's clustering: ``engine`` –
+    as it is; ``night_evidence`` – ``keep_unevidenced_splits_whole``; ``never`` –
+    ``keep_entities_whole``. Returns (clusters, entities whose split was undone).
+
+    Raises:
+        ValueError: an unknown policy.
+    """
+    if policy == "engine":
+        return clusters, 0
+    if policy == "night_evidence":
+        return keep_unevidenced_splits_whole(clusters, old)
+    if policy == "never":
+        return keep_entities_whole(clusters, old)
+    raise ValueError(f"registrySplits must be engine, night_evidence or never, got {policy!r}")
+
+
+def keep_entities_whole(clusters: DataFrame, old: DataFrame) -> tuple[DataFrame, int]:
+    """No night splits a registry entity: the clusters that hold members of one
+    old entity are joined into one (transitively: connected components over
+    clusters linked by shared old entities, ``hdwm.closure.connected_components``;
+    the label is the smallest cluster label), together with the night references
+    they took. Merges of entities and new references joining stay as the engine
+    made them. Arguments and result as ``keep_unevidenced_splits_whole``."""
+    from .closure import connected_components
+
+    lab = clusters.select("ref_key", "cluster").join(old, "ref_key")
+    cut = _freeze(lab.groupBy("entity_id").agg(F.countDistinct("cluster").alias("parts")).filter("parts > 1")
+                  .select("entity_id"))
+    n = cut.count()
+    if not n:
+        return clusters, 0
+    edges = (lab.join(cut, "entity_id", "left_semi")
+             .select(F.concat(F.lit("c:"), "cluster").alias("a"), F.concat(F.lit("e:"), "entity_id").alias("b"))
+             .distinct())
+    comps, _ = connected_components(edges, "a", "b")
+    to = (comps.filter(F.col("record_id").startswith("c:"))
+          .select(F.expr("substring(record_id, 3)").alias("cluster"), F.expr("substring(component, 3)").alias("_to"))
+          .filter(F.col("cluster") != F.col("_to")))
+    out = clusters.join(F.broadcast(to), "cluster", "left").withColumn(
+        "cluster", F.coalesce("_to", "cluster")).drop("_to")
+    return out.select(*clusters.columns), n
+
+
 def keep_unevidenced_splits_whole(clusters: DataFrame, old: DataFrame) -> tuple[DataFrame, int]:
     """Undo the splits of registry entities that no night evidence touched.
 
@@ -596,13 +640,12 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     else:
         sub = night.select(*cols).unionByName(neigh.select(*cols))
     clusters, emetrics, pairs = engine_link(spark, sub, profile, freq, n_total, must, cannot, checkpoint_dir)
-    kept_whole = 0
-    if profile.registryStableEntities:
-        clusters, kept_whole = keep_unevidenced_splits_whole(clusters, neigh.select("ref_key", "entity_id"))
+    clusters, kept_whole = apply_split_policy(clusters, neigh.select("ref_key", "entity_id"), profile.registrySplits)
     clusters = _freeze(enforce_decisions(clusters, must, cannot))
     _say("registry: link", {"references": n_night + n_neigh, "clusters": emetrics.get("clusters"),
                             "iterations": len(emetrics.get("iterations") or []),
-                            "splits_without_night_evidence_kept_whole": kept_whole}, time.time() - t_stage)
+                            "split_policy": profile.registrySplits, "splits_undone": kept_whole},
+         time.time() - t_stage)
     t_stage = time.time()
 
     # 4. ids and the next version

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from hdwm.config import load_profile
-from hdwm.incremental import ranked_candidates
+from hdwm.incremental import apply_split_policy, ranked_candidates
 
 pytestmark = pytest.mark.spark
 
@@ -113,9 +113,7 @@ def test_frequent_pair_holders_are_ranked_with_the_pair_keys(spark):
     assert len(everyone) == 41
 
 
-def test_a_split_without_night_evidence_is_undone_and_one_with_it_stands(spark):
-    from hdwm.incremental import keep_unevidenced_splits_whole
-
+def _split_case(spark):
     old = spark.createDataFrame([("r|a1", "EA"), ("r|a2", "EA"), ("r|a3", "EA"),   # EA: cut, no night ref near
                                  ("r|b1", "EB"), ("r|b2", "EB"),                   # EB: one part joins n|1
                                  ("r|c1", "EC"), ("r|c2", "EC"),                   # EC: one part joins ED's
@@ -128,7 +126,12 @@ def test_a_split_without_night_evidence_is_undone_and_one_with_it_stands(spark):
         ("r|c1", "k5", 1), ("r|c2", "k6", 1), ("r|d1", "k6", 1),
         ("r|e1", "k7", 3), ("r|e2", "k7", 3),
         ("n|2", "k8", 1)], "ref_key string, cluster string, iteration int")
-    out, n = keep_unevidenced_splits_whole(clusters, old)
+    return clusters, old
+
+
+def test_a_split_without_night_evidence_is_undone_and_one_with_it_stands(spark):
+    clusters, old = _split_case(spark)
+    out, n = apply_split_policy(clusters, old, "night_evidence")
     got = {r.ref_key: (r.cluster, r.iteration) for r in out.collect()}
     assert n == 1
     assert got["r|a1"][0] == got["r|a2"][0] == got["r|a3"][0] == "k1"  # put back together, smallest label
@@ -137,3 +140,19 @@ def test_a_split_without_night_evidence_is_undone_and_one_with_it_stands(spark):
     assert got["r|c1"][0] != got["r|c2"][0] == got["r|d1"][0]  # so does a merge with ED
     assert got["r|e1"][0] == got["r|e2"][0] and got["n|2"][0] == "k8"
     assert len(got) == 12
+
+
+def test_split_policy_never_puts_every_cut_entity_back_with_what_it_joined(spark):
+    clusters, old = _split_case(spark)
+    out, n = apply_split_policy(clusters, old, "never")
+    got = {r.ref_key: r.cluster for r in out.collect()}
+    assert n == 3  # EA, EB and EC were cut
+    assert got["r|a1"] == got["r|a2"] == got["r|a3"] == "k1"
+    assert got["r|b1"] == got["r|b2"] == got["n|1"] == "k3"  # EB whole, with the night reference it took
+    assert got["r|c1"] == got["r|c2"] == got["r|d1"] == "k5"  # EC whole, with ED that its part merged with
+    assert got["r|e1"] == got["r|e2"] == "k7" and got["n|2"] == "k8"
+    assert sorted(out.columns) == sorted(clusters.columns) and out.count() == 12
+    same, n0 = apply_split_policy(clusters, old, "engine")
+    assert n0 == 0 and sorted(map(tuple, same.collect())) == sorted(map(tuple, clusters.collect()))
+    with pytest.raises(ValueError, match="registrySplits"):
+        apply_split_policy(clusters, old, "sometimes")
