@@ -29,8 +29,10 @@ night's references and returns the next version:
    neighbourhood; when the engine accepts ``frequencies=``/``reference_count=``
    (and ``must_link=``/``cannot_link=``) they are passed, so it scores with the
    population's frequencies. Untouched entities are carried over unchanged.
-4. Human decisions are enforced again after linking (``enforce_decisions``),
-   so they hold whatever the engine did.
+4. The profile's split policy (``registrySplits``, ``apply_split_policy``;
+   default: a neighbourhood entity cut into parts none of which joins a night
+   reference or another entity is put back together), then human decisions are
+   enforced again (``enforce_decisions``), so they hold whatever the engine did.
 5. Entity ids (``assign_ids``): for each new cluster, the old entity ids of its
    members decide – none: a minted id (``new``); one: that id (``grow`` when it
    gained members; no change row when identical); several: a ``merge``, the
