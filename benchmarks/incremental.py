@@ -124,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="no linking: on the registry of an earlier run in --work, for nights NIGHTS (e.g. 5,30) "
                          "where a night reference's own earlier entity ranks among the entities it shares a key with")
     a = ap.parse_args(argv)
+    if (a.rank_of_truth or a.compare_neighbourhood) and not a.work:
+        ap.error("--rank-of-truth and --compare-neighbourhood read an earlier run: give its --work folder")
     if a.rank_of_truth:
         return rank_of_truth(Path(a.work), a.profile, [int(x) for x in a.rank_of_truth.split(",")])
     if a.compare_neighbourhood:
