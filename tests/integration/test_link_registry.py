@@ -303,11 +303,12 @@ def test_task_log_tells_each_registry_stage_with_counts_and_seconds(nights):
         rule = load_profile("default").registryNeighbourhood
         assert c["neighbourhood_rule"] == rule, c
         assert f"neighbourhood_rule={rule} " in by_stage["registry: neighbourhood pulled in"]
-        link_line = re.match(r"\[link\] registry: link: references=(\d+) clusters=(\d+) iterations=(\d+) \(stage ",
-                             by_stage["registry: link"])
+        link_line = re.match(r"\[link\] registry: link: references=(\d+) clusters=(\d+) iterations=(\d+) "
+                             r"split_policy=(\w+) splits_undone=(\d+) \(stage ", by_stage["registry: link"])
         assert link_line, by_stage["registry: link"]
         assert int(link_line[1]) == len(rows) + c["neighbourhood_references"] == p["engine_references"]
         assert int(link_line[3]) == len(p["iterations"]) and 1 <= int(link_line[2]) <= int(link_line[1])
+        assert link_line[4] == load_profile("default").registrySplits and int(link_line[5]) <= c["entities_total"]
         says("registry: id assignment", f"night_references={c['night_references']} "
                                         f"new_references={c['new_references']} joined_existing={c['joined_existing']} "
                                         f"new_entities={c['new_entities']} grows={c['grows']} merges={c['merges']} "
