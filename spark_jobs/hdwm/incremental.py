@@ -51,6 +51,7 @@ and the references they name) reaches the driver.
 from __future__ import annotations
 
 import inspect
+import typing
 import logging
 import time
 from dataclasses import dataclass
@@ -80,7 +81,8 @@ BIG_ENTITY_WARN = 2000
 #: ``ranked`` neighbourhood: registry entities kept per night reference when no profile says
 #: (``LinkageProfile.registryTopEntities``' default; see ``ranked_candidates``)
 TOP_ENTITIES = LinkageProfile.model_fields["registryTopEntities"].default
-NEIGHBOURHOODS = ("block_key", "pair_key", "ranked", "token")
+#: the neighbourhood rules: the values the profile's ``registryNeighbourhood`` accepts
+NEIGHBOURHOODS = typing.get_args(LinkageProfile.model_fields["registryNeighbourhood"].annotation)
 DECISIONS_COLUMNS = ["source_a", "record_id_a", "source_b", "record_id_b", "decision", "decided_by",
                      "decided_at", "note"]
 
