@@ -1,7 +1,7 @@
 """Incremental linkage over many nights against the entity registry (issue 13).
 
     .venv/bin/python benchmarks/incremental.py --nights 30 --per-night 10000 --seed 42 \\
-        [--generator synth|messy] [--neighbourhood pair_key|ranked|block_key|token] [--skip-batch] \\
+        [--generator synth|messy] [--neighbourhood pair_key|ranked|scored|block_key|token] [--skip-batch] \\
         [--work DIR] [--json OUT.json]
 
 Runs in the product venv (it imports ``spark_jobs/link.py``). One seeded
@@ -105,10 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-night", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--generator", choices=sorted(GENERATORS), default="synth")
-    ap.add_argument("--neighbourhood", choices=["block_key", "pair_key", "ranked", "token"], default=None,
+    ap.add_argument("--neighbourhood", choices=["block_key", "pair_key", "ranked", "scored", "token"], default=None,
                     help="registry neighbourhood rule (default: the profile's registryNeighbourhood)")
     ap.add_argument("--top-entities", type=int, default=None,
-                    help="with ranked: entities kept per night reference (default: the profile's "
+                    help="with ranked or scored: entities kept per night reference (default: the profile's "
                          "registryTopEntities)")
     ap.add_argument("--profile", default="default")
     ap.add_argument("--skip-batch", action="store_true", help="no full batch relink at the end")

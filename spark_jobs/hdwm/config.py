@@ -262,9 +262,11 @@ class LinkageProfile(BaseModel):
     #: ``pair_key`` – every holder of a pair key or frequent-name pair a night reference holds;
     #: ``ranked`` – per night reference only the ``registryTopEntities`` best entities among them
     #: (``ranked_candidates``), so a night's cost is bounded by the night's size;
+    #: ``scored`` – as ``ranked``, but the best entities by key weight are re-ranked by the
+    #: comparator's score and those below ``mu`` dropped (``scored_candidates``);
     #: ``block_key`` / ``token`` – wider, for measurement. Not a DWM parameter (DWM links one batch).
-    registryNeighbourhood: Literal["block_key", "pair_key", "ranked", "token"] = "pair_key"
-    #: with ``registryNeighbourhood: ranked``: entities kept per night reference (≥ 1).
+    registryNeighbourhood: Literal["block_key", "pair_key", "ranked", "scored", "token"] = "pair_key"
+    #: with ``registryNeighbourhood: ranked`` or ``scored``: entities kept per night reference (≥ 1).
     registryTopEntities: int = Field(10, ge=1)
     #: when a night may split a registry entity (``hdwm.incremental.apply_split_policy``):
     #: ``engine`` – whenever the relink puts its members in several clusters;

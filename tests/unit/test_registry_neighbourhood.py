@@ -8,7 +8,7 @@ import math
 import pytest
 
 from hdwm.config import load_profile
-from hdwm.incremental import apply_split_policy, ranked_candidates
+from hdwm.incremental import apply_split_policy, ranked_candidates, scored_candidates
 
 pytestmark = pytest.mark.spark
 
@@ -111,6 +111,49 @@ def test_frequent_pair_holders_are_ranked_with_the_pair_keys(spark):
     assert got == ["EA", "EN00", "EN01"]  # EA holds both kinds of key: its weights add up and it ranks first
     everyone = {registry[r.ref_key][0] for r in ranked_candidates(nb, rb, mem, eff, 100, extra).collect()}
     assert len(everyone) == 41
+
+
+def _scored(spark, night, registry, freq, top, **kw):
+    nb, rb, mem = _frames(spark, night, registry, freq)
+    nt = spark.createDataFrame(list(night.items()), "record_id string, tokens array<string>")
+    rt = spark.createDataFrame([(k, ts) for k, (_, ts) in registry.items()], "record_id string, tokens array<string>")
+    fq = spark.createDataFrame(list(freq.items()), "token string, freq long")
+    eff = load_profile("default").effective(N)
+    keys = [r.ref_key for r in scored_candidates(nb, rb, mem, nt, rt, fq, eff, top, **kw).collect()]
+    assert len(keys) == len(set(keys))
+    return sorted(registry[k][0] for k in keys)
+
+
+# a spouse shares the surname, the street, the city and the phone; the person's own earlier
+# reference was written before a move (another street and city) but with the same given name and DOB
+_HOUSEHOLD_FREQ = {"JOHN": 10, "MARY": 9, "ZORBA": 3, "ELM": 12, "SPRINGFIELD": 14, "5551234": 2, "OAK": 8,
+                   "SHELBY": 11, "19800101": 2, "19820505": 1}
+_HOUSEHOLD_NIGHT = {"n|1": ["JOHN", "ZORBA", "ELM", "SPRINGFIELD", "5551234", "19800101"]}
+_HOUSEHOLD_REGISTRY = {"r|spouse": ("E01", ["MARY", "ZORBA", "ELM", "SPRINGFIELD", "5551234", "19820505"]),
+                       "r|own": ("E02", ["JOHN", "ZORBA", "OAK", "SHELBY", "19800101"])}
+
+
+def test_the_comparator_ranks_the_persons_own_entity_above_a_co_resident(spark):
+    f, n, r = _HOUSEHOLD_FREQ, _HOUSEHOLD_NIGHT, _HOUSEHOLD_REGISTRY
+    assert _entities(spark, n, r, f, 1) == ["E01"]      # key weight alone: the spouse shares more rare tokens
+    assert _scored(spark, n, r, f, 1) == ["E02"]        # the whole reference scored: the person's own entity
+    assert _scored(spark, n, r, f, 2) == ["E01", "E02"]
+
+
+def test_an_entity_no_member_of_which_reaches_mu_is_not_pulled_in(spark):
+    # two rare tokens shared (a key), but the rest differs: the engine could never link the pair
+    freq = {"ZORBA": 3, "QUILL": 2, "ANNA": 9, "BORIS": 8, "KIEV": 5, "OSLO": 6, "ALPHA": 7, "OMEGA": 7}
+    night = {"n|1": ["ANNA", "ZORBA", "QUILL", "OSLO", "ALPHA", "OMEGA"]}
+    registry = {"r|1": ("E01", ["BORIS", "ZORBA", "QUILL", "KIEV"])}
+    assert _entities(spark, night, registry, freq, 1) == ["E01"]
+    assert _scored(spark, night, registry, freq, 1) == []
+
+
+def test_scored_arguments_must_be_positive(spark):
+    with pytest.raises(ValueError, match="at least 1"):
+        _scored(spark, _HOUSEHOLD_NIGHT, _HOUSEHOLD_REGISTRY, _HOUSEHOLD_FREQ, 1, members=0)
+    with pytest.raises(ValueError, match="at least 1"):
+        _scored(spark, _HOUSEHOLD_NIGHT, _HOUSEHOLD_REGISTRY, _HOUSEHOLD_FREQ, 0)
 
 
 def _split_case(spark):
