@@ -114,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-batch", action="store_true", help="no full batch relink at the end")
     ap.add_argument("--work", default=None, help="working folder (default: a new temp folder)")
     ap.add_argument("--json", default=None, help="write the results here too")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue an interrupted run: with the same --work and --json, nights already "
+                         "published in the registry there (and recorded in the JSON) are not linked again")
     ap.add_argument("--compare-neighbourhood", action="store_true",
                     help="no linking: on the registry of an earlier run in --work, count each night's "
                          "neighbourhood under each rule of --rules")
@@ -126,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if (a.rank_of_truth or a.compare_neighbourhood) and not a.work:
         ap.error("--rank-of-truth and --compare-neighbourhood read an earlier run: give its --work folder")
+    if a.resume and not (a.work and a.json and Path(a.json).is_file()):
+        ap.error("--resume continues an interrupted run: give its --work folder and its existing --json file")
     if a.rank_of_truth:
         return rank_of_truth(Path(a.work), a.profile, [int(x) for x in a.rank_of_truth.split(",")])
     if a.compare_neighbourhood:
@@ -159,8 +164,15 @@ def main(argv: list[str] | None = None) -> int:
     results = {"generator": a.generator, "seed": a.seed, "nights": a.nights, "per_night": a.per_night,
                "neighbourhood": a.neighbourhood, "top_entities": a.top_entities, "profile": a.profile, "per_night_results": per_night,
                "load_start": os.getloadavg()}
+    done = {}
+    if a.resume:
+        done = {r["ds"]: r for r in json.loads(Path(a.json).read_text()).get("per_night_results", [])}
     for i, part in enumerate(nights):
         ds = (start + timedelta(days=i)).isoformat()
+        if ds in done and (reg / f"ds={ds}" / "_PUBLISHED.json").exists():
+            per_night.append(done[ds])
+            print(f"[bench] night {i + 1}: published by the interrupted run, kept", file=sys.stderr, flush=True)
+            continue
         cur = root / "lake" / "curated" / ds
         sdf = spark.createDataFrame(part.astype(object).where(part.notna(), None),
                                     ", ".join(f"`{c}` string" for c in part.columns))

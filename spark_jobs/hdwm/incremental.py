@@ -1044,8 +1044,12 @@ def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
                 .unionByName(pairs.select(F.col("ref_key").alias("record_id")).distinct()))
     toks = (night_tok.select("record_id", "tokens").unionByName(reg_tok.select("record_id", "tokens"))
             .join(involved, "record_id", "left_semi"))
-    ct = comparison_tokens(toks, freq, eff, int(eff.referenceCount or 1))
-    scored = score_pairs(pairs.select(F.col("night_key").alias("id1"), F.col("ref_key").alias("id2")), ct, eff)
+    # materialised on both sides of the Python UDF, as the engine scores (hdwm.pipeline): one plan
+    # mixing the UDF with these windows and joins failed under AQE on night 7 of a 10-night run
+    # ("Can't zip RDDs with unequal numbers of partitions")
+    ct = _freeze(comparison_tokens(toks, freq, eff, int(eff.referenceCount or 1)))
+    scored = _freeze(score_pairs(pairs.select(F.col("night_key").alias("id1"), F.col("ref_key").alias("id2")),
+                                 ct, eff))
     best = (pairs.join(scored.withColumnRenamed("id1", "night_key").withColumnRenamed("id2", "ref_key"),
                        ["night_key", "ref_key"])
             .filter(F.col("score") >= float(eff.mu) - 1e-12)

@@ -65,3 +65,13 @@ def test_incremental_f1_gap_is_none_when_an_f1_is_undefined(bench):
     inc = bench("incremental")
     assert inc.f1_gap({"f1": 0.95}, {"f1": 0.9}) == 0.05
     assert inc.f1_gap({"f1": None}, {"f1": 0.9}) is None and inc.f1_gap(None, {"f1": 0.9}) is None
+
+
+def test_incremental_resume_needs_the_interrupted_runs_work_and_json(bench, tmp_path, capsys):
+    inc = bench("incremental")
+    for argv in (["--resume"], ["--resume", "--work", str(tmp_path)],
+                 ["--resume", "--work", str(tmp_path), "--json", str(tmp_path / "missing.json")]):
+        with pytest.raises(SystemExit) as e:
+            inc.main(argv)
+        assert e.value.code == 2
+        assert "--resume continues an interrupted run" in capsys.readouterr().err
