@@ -115,3 +115,58 @@ def staging_conn(request, tmp_path, monkeypatch):
         conn = {"conn_type": "postgres", "host": PG_HOST, "port": PG_PORT, "login": PG_USER, "schema": dbname}
     monkeypatch.setenv("AIRFLOW_CONN_TEST_STAGING", json.dumps(conn))
     return "test_staging"
+
+
+# --------------------------------------------------------------------------
+# Early set-up: the DAG runs of the modules that define ``EARLY`` start in a
+# background thread when the session starts, and those modules run last
+# (tests/early.py says why and how).
+# --------------------------------------------------------------------------
+
+def _early_chain(item):
+    module = getattr(item, "module", None)
+    chain = getattr(module, "EARLY", None)
+    return chain if hasattr(chain, "wanted") else None
+
+
+def pytest_collection_modifyitems(session, config, items):
+    early, others = [], []
+    for item in items:
+        chain = _early_chain(item)
+        if chain is None:
+            others.append(item)
+            continue
+        chain.want({*getattr(item, "fixturenames", ()), getattr(item, "originalname", item.name)})
+        early.append(item)
+    # stable: each module keeps its own order; the modules go last, by their chain's order
+    early.sort(key=lambda item: _early_chain(item).order)
+    items[:] = others + early
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _early_setup(request, tmp_path_factory):
+    import early
+
+    early.TMP_PATH_FACTORY = tmp_path_factory
+    chains = {id(c): c for item in request.session.items if (c := _early_chain(item)) is not None and c.wanted}
+    early.SESSION_CHAINS[:] = chains.values()
+    background = early.Background(list(chains.values()))
+    if chains and os.environ.get("WASHLINE_TEST_EARLY", "1") != "0":
+        background.start()
+    try:
+        yield
+    finally:
+        if background.is_alive():
+            background.stop()
+        early.run_finalizers()
+
+
+def pytest_terminal_summary(terminalreporter):
+    import sys
+
+    early = sys.modules.get("early")
+    lines = early.summary_lines() if early is not None else []
+    if lines:
+        terminalreporter.write_sep("-", "early set-up (tests/early.py)")
+        for line in lines:
+            terminalreporter.write_line(line)

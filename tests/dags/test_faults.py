@@ -35,6 +35,11 @@ creation on a fresh PostgreSQL database), fixed with an advisory lock in ``ensur
 
 Each Spark job runs on ``local[1]`` with 1 GB of driver memory: the inputs are
 200 rows, and CI shares two cores.
+
+The runs (and the database, dropped at the end of the session) start in the
+background when the test session starts, in the order above; the module runs
+late in the session and its fixtures hand the runs' results to the tests
+(tests/early.py).
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ import threading
 import time
 from pathlib import Path
 
+import early  # tests/early.py
 import pytest
 
 pytestmark = [pytest.mark.postgres]
@@ -114,9 +120,8 @@ def airflow_home(tmp_path_factory, name: str) -> Path:
     return home
 
 
-@pytest.fixture(scope="module")
-def staging_db():
-    """A PostgreSQL database of its own on the local service, dropped after."""
+def _staging_db(ctx):
+    """A PostgreSQL database of its own on the local service, dropped at the end of the session."""
     import psycopg
 
     try:
@@ -127,15 +132,19 @@ def staging_db():
     name = f"washline_faults_{os.getpid()}"
     admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield {"conn_type": "postgres", "host": PG_HOST, "port": PG_PORT, "login": PG_USER, "schema": name}
-    finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
+
+    def drop():
+        try:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            admin.close()
+
+    ctx.finalizer(drop)
+    return {"conn_type": "postgres", "host": PG_HOST, "port": PG_PORT, "login": PG_USER, "schema": name}
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory, staging_db):
+def _world(ctx):
+    tmp_path_factory, staging_db = ctx.tmp, ctx["staging_db"]
     data = tmp_path_factory.mktemp("data")
     env = dict(os.environ)
     env.update({
@@ -254,8 +263,8 @@ def assert_clean_slice(world: dict, ds: str, summary: dict) -> dict:
 # 1. two dates at the same time
 # --------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def concurrent_runs(world):
+def _concurrent_runs(ctx):
+    world = ctx["world"]
     procs = [dags_test(world, DS_B, "main"), dags_test(world, DS_C, "second")]
     runs = {p.ds: finish(world, p) for p in procs}  # type: ignore[attr-defined]
     return runs
@@ -279,8 +288,8 @@ def test_two_dates_run_concurrently_without_interference(world, concurrent_runs)
 # 2. a check fails: publish skipped, the summary says why
 # --------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def failed_run(world, concurrent_runs):
+def _failed_run(ctx):
+    world = ctx["world"]
     before = snapshot(world)
     run = finish(world, dags_test(world, DS_BAD, "main"))
     run["published_before"], run["published_after"] = before, snapshot(world)
@@ -381,8 +390,8 @@ def link_attempts(world: dict, run_id: str) -> tuple[tuple, list[tuple]]:
     return now, history
 
 
-@pytest.fixture(scope="module")
-def killed_run(world, concurrent_runs, failed_run):
+def _killed_run(ctx):
+    world = ctx["world"]
     lake = world["data"] / "lake"
     killer = LinkKiller(lake / "linked" / DS_KILL, lake / "_checkpoints" / DS_KILL, time.monotonic() + RUN_TIMEOUT)
     killer.start()
@@ -393,6 +402,42 @@ def killed_run(world, concurrent_runs, failed_run):
         killer.join()
     run["killer"] = killer
     return run
+
+
+#: the module's DAG runs, in the order above, start in the background when the session starts
+#: (tests/early.py); the fixtures below hand their results to the tests
+EARLY = early.Chain(2, [
+    early.Step("staging_db", _staging_db),
+    early.Step("world", _world, needs=("staging_db",)),
+    early.Step("concurrent_runs", _concurrent_runs, needs=("world",)),
+    early.Step("failed_run", _failed_run, needs=("world", "concurrent_runs")),
+    early.Step("killed_run", _killed_run, needs=("world", "concurrent_runs", "failed_run")),
+])
+
+
+@pytest.fixture(scope="module")
+def staging_db():
+    return EARLY.result("staging_db")
+
+
+@pytest.fixture(scope="module")
+def world(staging_db):
+    return EARLY.result("world")
+
+
+@pytest.fixture(scope="module")
+def concurrent_runs(world):
+    return EARLY.result("concurrent_runs")
+
+
+@pytest.fixture(scope="module")
+def failed_run(world, concurrent_runs):
+    return EARLY.result("failed_run")
+
+
+@pytest.fixture(scope="module")
+def killed_run(world, concurrent_runs, failed_run):
+    return EARLY.result("killed_run")
 
 
 @dag_run

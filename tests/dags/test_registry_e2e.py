@@ -18,7 +18,9 @@ the test stays within a few minutes on two shared cores; the full 10,000-record
 targets of the issue are measured by ``benchmarks/registry_nights.py`` (also on PostgreSQL staging
 and a Spark standalone cluster; benchmarks/README.md), which shares this test's helpers.
 
-The runs use the DAG's default ``entity_registry=true``.
+The runs use the DAG's default ``entity_registry=true``. They start in the
+background when the test session starts, in the tests' order, in a metadata DB
+copy of their own; each test asserts on its run's result (tests/early.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+import early  # tests/early.py
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -43,13 +46,12 @@ F1_FLOOR = 0.95
 KEPT_IDS_FLOOR = 0.99
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    data = tmp_path_factory.mktemp("data")
+def _world(ctx):
+    data = ctx.tmp.mktemp("data")
     env = airflow_env(data)
     env["WASHLINE_SPARK_DRIVER_MEMORY"] = "1g"
-    if not (Path(env["AIRFLOW_HOME"]) / "airflow.db").exists():
-        pytest.skip("Airflow metadata DB missing: run the suite through `make test`")
+    # a private copy of the metadata DB (skips when the shared one is missing): tests/early.py
+    env.update(early.airflow_db_env(early.airflow_home_copy(ctx.tmp, "airflow-registry")))
     ids = {D1: land(env, data, "febrl4a", D1, range(ENTITIES)), D2: land(env, data, "febrl4b", D2, range(ENTITIES))}
     return {"env": env, "data": data, "ids": ids}
 
@@ -68,14 +70,63 @@ def registry_tables_of(world: dict) -> dict[str, list[tuple]]:
         conn.close()
 
 
-@pytest.fixture(scope="module")
-def nights(world):
+def _nights(ctx):
+    world = ctx["world"]
     rc1, s1, log1 = dags_test(world, D1, "1")
     assert rc1 == 0, log1[-6000:]
     after1 = registry_tables_of(world)
     rc2, s2, log2 = dags_test(world, D2, "1")
     assert rc2 == 0, log2[-6000:]
-    return {"summaries": (s1, s2), "after1": after1, "after2": registry_tables_of(world)}
+    markers = {ds: (world["data"] / "lake" / "entities" / f"ds={ds}" / "_PUBLISHED.json").exists() for ds in (D1, D2)}
+    return {"summaries": (s1, s2), "after1": after1, "after2": registry_tables_of(world), "published_markers": markers}
+
+
+# The DAG runs of the tests below, in their order (each test asserts on its run's result).
+
+def _rerun(ctx):
+    world = ctx["world"]
+    rc, summary, log = dags_test(world, D2, "rerun")
+    return {"rc": rc, "summary": summary, "log": log, "registry": registry_tables_of(world)}
+
+
+def _refused(ctx):
+    world = ctx["world"]
+    before = registry_tables_of(world)
+    rc, summary, log = dags_test(world, D1, "refused")
+    return {"rc": rc, "summary": summary, "log": log, "before": before, "registry": registry_tables_of(world)}
+
+
+def _rebuild(ctx):
+    world = ctx["world"]
+    before = registry_tables_of(world)
+    night3 = land(world["env"], world["data"], "febrl4b", D3, keep=NIGHT3)
+    rc, summary, log = dags_test(world, D3, "rebuild", conf={"rebuild": True})
+    return {"rc": rc, "summary": summary, "log": log, "before": before, "night3": night3,
+            "registry": registry_tables_of(world)}
+
+
+RERUN = "test_rerun_of_night_2_leaves_the_registry_identical"
+REFUSED = "test_relinking_night_1_after_night_2_is_refused"
+REBUILD = "test_rebuild_param_relinks_the_history_and_publishes_it"
+#: the module's DAG runs start in the background when the session starts (tests/early.py): the two
+#: nights, then the runs of the three tests that change the registry, in the tests' order
+EARLY = early.Chain(3, [
+    early.Step("world", _world),
+    early.Step("nights", _nights, needs=("world",)),
+    early.Step(RERUN, _rerun, needs=("world", "nights")),
+    early.Step(REFUSED, _refused, needs=("world", "nights"), after=(RERUN,)),
+    early.Step(REBUILD, _rebuild, needs=("world", "nights"), after=(RERUN, REFUSED)),
+])
+
+
+@pytest.fixture(scope="module")
+def world():
+    return EARLY.result("world")
+
+
+@pytest.fixture(scope="module")
+def nights(world):
+    return EARLY.result("nights")
 
 
 def test_two_nights_build_one_registry(world, nights):
@@ -99,37 +150,37 @@ def test_two_nights_build_one_registry(world, nights):
     assert reg["joined_existing"] >= 0.9 * len(b), reg  # part B duplicates part A
     assert reg["references_total"] == len(members) == reg["published_members"]
     print(f"entity pairwise F1 {f1:.4f}, night-1 ids kept {kept:.4f}, night 2: {reg}")
-    for ds in (D1, D2):
-        assert (world["data"] / "lake" / "entities" / f"ds={ds}" / "_PUBLISHED.json").exists()
+    for ds in (D1, D2):  # lake/entities/ds=<ds>/_PUBLISHED.json, looked for right after night 2
+        assert nights["published_markers"][ds], ds
 
 
 def test_rerun_of_night_2_leaves_the_registry_identical(world, nights):
-    rc, summary, log = dags_test(world, D2, "rerun")
+    run = EARLY.result(RERUN)  # dags_test(world, D2, "rerun"), then the registry tables
+    rc, summary, log = run["rc"], run["summary"], run["log"]
     assert rc == 0 and summary["published"], log[-6000:]
-    assert registry_tables_of(world) == nights["after2"]
+    assert run["registry"] == nights["after2"]
 
 
 def test_relinking_night_1_after_night_2_is_refused(world, nights):
-    before = registry_tables_of(world)
-    rc, summary, log = dags_test(world, D1, "refused")
+    run = EARLY.result(REFUSED)  # the registry tables, dags_test(world, D1, "refused"), the tables again
+    before, rc, summary, log = run["before"], run["rc"], run["summary"], run["log"]
     assert rc != 0 and not summary["published"]
     because = " ".join(summary["not_published_because"])
     # the summary quotes the link job's own refusal (metrics.error.json), not "see the task log"
     assert (f"link failed permanently (spark-submit exit 2): ds {D1} is before the published ds {D2}: "
             "relinking it would fork the registry") in because, because
-    assert registry_tables_of(world) == before
+    assert run["registry"] == before
 
 
 def test_rebuild_param_relinks_the_history_and_publishes_it(world, nights):
     """Night 3 with rebuild=true: night 2's published state and the night relinked in one batch."""
-    before = registry_tables_of(world)
-    night3 = land(world["env"], world["data"], "febrl4b", D3, keep=NIGHT3)
-    rc, summary, log = dags_test(world, D3, "rebuild", conf={"rebuild": True})
+    run = EARLY.result(REBUILD)  # the tables, land night 3, dags_test(world, D3, "rebuild", rebuild=true), the tables
+    before, night3, rc, summary, log = run["before"], run["night3"], run["rc"], run["summary"], run["log"]
     assert rc == 0 and summary["published"], log[-6000:]
     reg = summary["registry"]
     assert reg["rebuild"] is True and reg["base_ds"] == D2 and reg["night_references"] == len(night3)
     assert 0.95 <= reg["rebuild_f1"] <= 1.0, reg  # the batch agrees with the incremental entities
-    after = registry_tables_of(world)
+    after = run["registry"]
     members = after["entity_members"]
     assert len(members) == len(before["entity_members"]) + len(night3) == reg["references_total"]
     assert pairwise_f1(members) >= F1_FLOOR
