@@ -129,15 +129,11 @@ def _early_chain(item):
     return chain if hasattr(chain, "wanted") else None
 
 
+@pytest.hookimpl(trylast=True)  # after -m / -k deselection
 def pytest_collection_modifyitems(session, config, items):
     early, others = [], []
     for item in items:
-        chain = _early_chain(item)
-        if chain is None:
-            others.append(item)
-            continue
-        chain.want({*getattr(item, "fixturenames", ()), getattr(item, "originalname", item.name)})
-        early.append(item)
+        (others if _early_chain(item) is None else early).append(item)
     # stable: each module keeps its own order; the modules go last, by their chain's order
     early.sort(key=lambda item: _early_chain(item).order)
     items[:] = others + early
@@ -148,7 +144,11 @@ def _early_setup(request, tmp_path_factory):
     import early
 
     early.TMP_PATH_FACTORY = tmp_path_factory
-    chains = {id(c): c for item in request.session.items if (c := _early_chain(item)) is not None and c.wanted}
+    chains = {}
+    for item in request.session.items:  # the selected tests only: the steps they use, and what those need
+        if (chain := _early_chain(item)) is not None:
+            chain.want({*getattr(item, "fixturenames", ()), getattr(item, "originalname", item.name)})
+            chains[id(chain)] = chain
     early.SESSION_CHAINS[:] = chains.values()
     background = early.Background(list(chains.values()))
     if chains and os.environ.get("WASHLINE_TEST_EARLY", "1") != "0":
