@@ -105,21 +105,6 @@ def land_slice(env: dict, data: Path, ds: str, keep, rename=lambda rec_id: rec_i
     return kept
 
 
-def airflow_home(tmp_path_factory, name: str) -> Path:
-    src = Path(os.environ.get("AIRFLOW_HOME", str(REPO / ".airflow"))) / "airflow.db"
-    if not src.exists():
-        pytest.skip("Airflow metadata DB missing: run the suite through `make test`")
-    home = tmp_path_factory.mktemp(name)
-    # SQLite's online backup: a consistent copy even while another run writes the source
-    source, target = sqlite3.connect(src), sqlite3.connect(home / "airflow.db")
-    try:
-        source.backup(target)
-    finally:
-        source.close()
-        target.close()
-    return home
-
-
 def _staging_db(ctx):
     """A PostgreSQL database of its own on the local service, dropped at the end of the session."""
     import psycopg
@@ -158,7 +143,7 @@ def _world(ctx):
         "AIRFLOW_CONN_WASHLINE_STAGING": json.dumps(staging_db),
         "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
     })
-    homes = {name: airflow_home(tmp_path_factory, f"airflow-{name}") for name in ("main", "second")}
+    homes = {name: early.airflow_home_copy(tmp_path_factory, f"airflow-{name}") for name in ("main", "second")}
     ids = {
         DS_B: land_slice(env, data, DS_B, lambda r: entity(r) < 100),
         DS_C: land_slice(env, data, DS_C, lambda r: 100 <= entity(r) < 200),
