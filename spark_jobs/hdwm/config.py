@@ -268,6 +268,12 @@ class LinkageProfile(BaseModel):
     registryNeighbourhood: Literal["block_key", "pair_key", "ranked", "scored", "token"] = "pair_key"
     #: with ``registryNeighbourhood: ranked`` or ``scored``: entities kept per night reference (≥ 1).
     registryTopEntities: int = Field(10, ge=1)
+    #: with ``registryNeighbourhood: scored``: entities per night reference, best by key weight,
+    #: whose members the comparator scores (the pool the ``registryTopEntities`` are chosen from; ≥ 1)
+    registryScoredPool: int = Field(10, ge=1)
+    #: with ``registryNeighbourhood: scored``: members of one pooled entity scored against a night
+    #: reference, best by key weight (≥ 1). Pool × members bounds the pairs scored per night reference.
+    registryScoredMembers: int = Field(3, ge=1)
     #: when a night may split a registry entity (``hdwm.incremental.apply_split_policy``):
     #: ``engine`` – whenever the relink puts its members in several clusters;
     #: ``night_evidence`` – only when one of the parts joins a night reference or

@@ -771,9 +771,10 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
             frequent-pair holders, ranked together: only the
             ``top_entities`` best entities per night reference
             (``ranked_candidates``);
-            ``scored`` – ``ranked``'s best ``SCORED_POOL`` entities re-ranked by
-            the comparator's score, those below ``mu`` dropped, the best
-            ``top_entities`` kept (``scored_candidates``);
+            ``scored`` – ``ranked``'s best ``registryScoredPool`` entities
+            re-ranked by the comparator's score (``registryScoredMembers`` members
+            each), those below ``mu`` dropped, the best ``top_entities`` kept
+            (``scored_candidates``);
             ``token`` – share any blocking token.
         top_entities: with ``ranked`` or ``scored``, entities kept per night reference.
 
@@ -786,7 +787,8 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     if neighbourhood == "scored":
         extra = _frequent_pair_matches(reg_tok, night_tok, freq, eff)
         return scored_candidates(night_bt, reg_bt, base_mem, night_tok, reg_tok, freq, eff,
-                                 top_entities, extra).distinct()
+                                 top_entities, extra, pool=profile.registryScoredPool,
+                                 members=profile.registryScoredMembers).distinct()
     if neighbourhood in ("block_key", "pair_key") and eff.blockByPairs:
         def keys(bt):
             a = bt.select("ref_key", F.col("token").alias("t1"))
@@ -985,9 +987,11 @@ def key_matches(night_bt: DataFrame, reg_bt: DataFrame, eff: LinkageProfile,
 
 
 #: ``scored`` neighbourhood: entities per night reference, best by key weight, that the comparator scores
-SCORED_POOL = 10
-#: ``scored`` neighbourhood: members of one pooled entity scored against a night reference (best by key weight)
-SCORED_MEMBERS = 3
+#: (``LinkageProfile.registryScoredPool``' default)
+SCORED_POOL = LinkageProfile.model_fields["registryScoredPool"].default
+#: ``scored`` neighbourhood: members of one pooled entity scored against a night reference, best by key
+#: weight (``LinkageProfile.registryScoredMembers``' default)
+SCORED_MEMBERS = LinkageProfile.model_fields["registryScoredMembers"].default
 
 
 def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFrame, night_tok: DataFrame,

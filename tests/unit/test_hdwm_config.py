@@ -43,6 +43,8 @@ def test_dwm_template_defaults():
         ("betta: 3\n", "betta"),
         ("registryNeighbourhood: nearest\n", "registryNeighbourhood"),
         ("registryTopEntities: 0\n", "registryTopEntities"),
+        ("registryScoredPool: 0\n", "registryScoredPool"),
+        ("registryScoredMembers: 0\n", "registryScoredMembers"),
         ("- a\n- b\n", "mapping"),
     ],
 )
