@@ -1046,11 +1046,12 @@ def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
                     .select("night_key", "ref_key", "entity_id", "ew"))
     involved = (pairs.select(F.col("night_key").alias("record_id")).distinct()
                 .unionByName(pairs.select(F.col("ref_key").alias("record_id")).distinct()))
-    toks = (night_tok.select("record_id", "tokens").unionByName(reg_tok.select("record_id", "tokens"))
-            .join(involved, "record_id", "left_semi"))
-    # materialised on both sides of the Python UDF, as the engine scores (hdwm.pipeline): one plan
-    # mixing the UDF with these windows and joins failed under AQE on night 7 of a 10-night run
-    # ("Can't zip RDDs with unequal numbers of partitions")
+    # the tokens (a union), the comparison tokens and the scores are each materialised, so the
+    # comparison starts from one stored frame as the engine's does (hdwm.pipeline): plans mixing the
+    # union or the Python UDF with these windows and joins failed under AQE, on night 7 of a 10-night
+    # run and on night 30 of a 30-night run ("Can't zip RDDs with unequal numbers of partitions")
+    toks = _freeze(night_tok.select("record_id", "tokens").unionByName(reg_tok.select("record_id", "tokens"))
+                   .join(involved, "record_id", "left_semi"))
     ct = _freeze(comparison_tokens(toks, freq, eff, int(eff.referenceCount or 1)))
     scored = _freeze(score_pairs(pairs.select(F.col("night_key").alias("id1"), F.col("ref_key").alias("id2")),
                                  ct, eff))
