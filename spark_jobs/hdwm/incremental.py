@@ -18,10 +18,15 @@ night's references and returns the next version:
    With the engine's ``rareTokenBlocks`` a single rare token is a block key
    too, and on large nights that brings nearly the whole registry in
    (measured: benchmarks/README.md), so a night would cost as much as the
-   history; ``neighbourhood="pair_key"`` (the default) leaves those keys out:
+   history; ``neighbourhood="pair_key"`` leaves those keys out:
    a night reference and a registry reference are candidates when they share
    a pair of blocking tokens (within the night the engine still blocks on rare
-   tokens alone).
+   tokens alone). The default profile's rule is ``scored``
+   (``scored_candidates``): of the entities a night reference shares a key
+   with, the ``registryScoredPool`` best by key weight are scored by the
+   comparator and the ``registryTopEntities`` best at or above ``mu`` kept, so
+   the entities pulled in are bounded by the night (benchmarks/README.md,
+   "Scored over 30 nights").
    Then every member of the entities the candidates belong to joins them
    (an entity above ``big_entity_warn`` members is logged as a warning), plus
    the entities named by human decisions the night could affect.
