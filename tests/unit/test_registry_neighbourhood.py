@@ -199,3 +199,23 @@ def test_split_policy_never_puts_every_cut_entity_back_with_what_it_joined(spark
     assert n0 == 0 and sorted(map(tuple, same.collect())) == sorted(map(tuple, clusters.collect()))
     with pytest.raises(ValueError, match="registrySplits"):
         apply_split_policy(clusters, old, "sometimes")
+
+
+def test_the_profile_sets_the_scored_pool(spark):
+    # candidate_references reads registryScoredPool from the profile: with a pool of one entity only
+    # the spouse (first by key weight) is scored; with two, the person's own entity wins on score
+    from hdwm.incremental import candidate_references
+
+    f, n, r = _HOUSEHOLD_FREQ, _HOUSEHOLD_NIGHT, _HOUSEHOLD_REGISTRY
+    base_mem = spark.createDataFrame([(k, e, " ".join(ts)) for k, (e, ts) in r.items()],
+                                     "ref_key string, entity_id string, text string")
+    nt = spark.createDataFrame(list(n.items()), "record_id string, tokens array<string>")
+    fq = spark.createDataFrame(list(f.items()), "token string, freq long")
+
+    def entities(pool):
+        prof = load_profile("default").model_copy(update={"registryScoredPool": pool, "registryScoredMembers": 1})
+        got = candidate_references(base_mem, nt, fq, prof.effective(N), prof, "scored", 1).collect()
+        return sorted(r[x.ref_key][0] for x in got)
+
+    assert entities(1) == ["E01"]
+    assert entities(2) == ["E02"]
