@@ -383,7 +383,10 @@ def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, canno
     stash_published(registry, ds)  # a rerun of a published date: keep that publish until this one publishes
     clear_markers(registry, ds)
     complete["seconds"] = round(time.time() - t0, 2)
-    write_version(registry, ds, res.members, res.entities, res.changes, res.frequencies, complete)
+    if res.tokens is not None:
+        complete["tokens_fingerprint"] = res.tokens_fingerprint  # what the next night checks (hdwm.registry)
+    write_version(registry, ds, res.members, res.entities, res.changes, res.frequencies, complete,
+                  tokens=res.tokens, tokens_fingerprint=res.tokens_fingerprint)
     em = res.engine_metrics or {}
     metrics = {**{k: em[k] for k in ("effective_parameters", "iterations", "stages") if k in em},
                "engine_references": em.get("references"), **_summary(links), "pairwise": None}

@@ -127,6 +127,27 @@ def frequent_pair_keys(tokens: DataFrame, freq: DataFrame, profile: LinkageProfi
     Cost: one row per pair of such tokens of a reference (a few dozen) and one
     shuffle by key.
     """
+    return frequent_pair_candidates(tokens, freq, profile).transform(cap_frequent_pairs(profile))
+
+
+def cap_frequent_pairs(profile: LinkageProfile):
+    """DataFrame transform: (``record_id``, ``block_key``) keys of
+    ``frequent_pair_candidates`` → the same with ``ub`` (the key's number of
+    rows, i.e. of references) and only keys held by at most
+    ``frequentPairMaxBlock`` references."""
+    def cap(keys: DataFrame) -> DataFrame:
+        return (keys.withColumn("ub", F.count(F.lit(1)).over(Window.partitionBy("block_key")))
+                .filter(F.col("ub") <= profile.frequentPairMaxBlock))
+    return cap
+
+
+def frequent_pair_candidates(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) -> DataFrame:
+    """Every key of ``frequent_pair_keys`` a reference holds, before the cap:
+    (``record_id``, ``block_key``), one row per reference and key. A key
+    depends only on the two tokens (each one's frequency, length and kind), so
+    the keys made of tokens of a set S are the same whether a reference's
+    token list is whole or cut to S (``hdwm.incremental`` counts the
+    registry's holders of a night's keys that way). Arguments as ``frequent_pair_keys``."""
     ex = tokens.select("record_id", F.explode(F.array_distinct("tokens")).alias("token"))
     words = ex.join(freq, "token").filter(
         (F.col("freq") >= 2) & (F.col("freq") < profile.sigma)
@@ -155,10 +176,7 @@ def frequent_pair_keys(tokens: DataFrame, freq: DataFrame, profile: LinkageProfi
         frequent = b.filter(F.col("f2") > profile.beta).select("record_id", "t2")
         keys = keys.unionByName(
             numbers.join(frequent, "record_id").select("record_id", F.concat_ws(" ", "t1", "t2").alias("block_key")))
-    return (
-        keys.withColumn("ub", F.count(F.lit(1)).over(Window.partitionBy("block_key")))
-        .filter(F.col("ub") <= profile.frequentPairMaxBlock)
-    )
+    return keys
 
 
 def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) -> BlockingResult:

@@ -77,7 +77,7 @@ from .registry import (
     mint_id_col,
     ref_key_col,
 )
-from .tokenizer import tokenize
+from .tokenizer import tokenize, tokens_fingerprint
 
 log = logging.getLogger("hdwm.incremental")
 
@@ -456,6 +456,10 @@ class NightResult:
     engine_metrics: dict | None = None
     #: the engine's why-linked pairs of the night + neighbourhood (ref_key ids), see engine_link
     pairs: DataFrame | None = None
+    #: every member's tokens for the next version (``source``, ``record_id``, ``tokens``; ``next_tokens``)
+    #: and the fingerprint of the tokeniser that made them; None: the version stores no tokens
+    tokens: DataFrame | None = None
+    tokens_fingerprint: str | None = None
 
 
 def assign_and_build(spark: SparkSession, base: RegistryVersion, clusters: DataFrame, night: DataFrame | None,
@@ -620,7 +624,8 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     t_stage = time.time()
 
     # 2. candidate neighbourhood
-    cand = candidate_references(base_mem, night_tok, freq, eff, profile, neighbourhood, top_entities)
+    reg_tok, stored = registry_tokens(base, base_mem, profile)
+    cand = candidate_references(base_mem, night_tok, freq, eff, profile, neighbourhood, top_entities, reg_tok)
     cand_ents = cand.join(base_mem.select("ref_key", "entity_id"), "ref_key").select("entity_id")
     extra = _decision_entities(spark, base_mem, must, cannot)
     touched = cand_ents.unionByName(resent.select("entity_id"))
@@ -640,7 +645,8 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     n_neigh = neigh.count()
     _say("registry: neighbourhood pulled in", {
         "references": n_neigh, "entities": touched.count(), "by_decisions": len(extra),
-        "big_entities": len(big_rows), "neighbourhood_rule": neighbourhood}, time.time() - t_stage)
+        "big_entities": len(big_rows), "neighbourhood_rule": neighbourhood,
+        "registry_tokens": "stored" if stored else "tokenised again"}, time.time() - t_stage)
     t_stage = time.time()
 
     # 3. link night + neighbourhood with the same engine
@@ -664,6 +670,7 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     res.frequencies = freq
     res.engine_metrics = emetrics
     res.pairs = pairs
+    res.tokens, res.tokens_fingerprint = next_tokens(reg_tok, night, night_tok), tokens_fingerprint(profile)
     res.counts.update({"neighbourhood_references": n_neigh, "linked_references": n_night + n_neigh,
                        "resent_references": n_resent, "neighbourhood_rule": neighbourhood,
                        "top_entities": top_entities if neighbourhood in ("ranked", "scored") else None})
@@ -743,6 +750,9 @@ def rebuild_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, 
     res.frequencies = freq
     res.engine_metrics = emetrics
     res.pairs = pairs
+    night_tok = tokenize(night.select(F.col("ref_key").alias("record_id"), "text"), profile)
+    kept_tok = tokenize(kept.select(F.col("ref_key").alias("record_id"), "text"), profile)
+    res.tokens, res.tokens_fingerprint = next_tokens(kept_tok, night, night_tok), tokens_fingerprint(profile)
     res.counts.update({
         "neighbourhood_references": n_kept, "linked_references": n_total, "resent_references": n_resent,
         "rebuild": {"compared_references": n_kept + n_resent, **cmp,
@@ -756,7 +766,7 @@ def rebuild_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, 
 
 def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
                          profile: LinkageProfile, neighbourhood: str = "pair_key",
-                         top_entities: int = TOP_ENTITIES) -> DataFrame:
+                         top_entities: int = TOP_ENTITIES, reg_tok: DataFrame | None = None) -> DataFrame:
     """Registry references that could share a block with a night reference.
 
     Args:
@@ -782,15 +792,18 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
             (``scored_candidates``);
             ``token`` – share any blocking token.
         top_entities: with ``ranked`` or ``scored``, entities kept per night reference.
+        reg_tok: the registry's tokens (``record_id`` = ref_key, ``tokens``;
+            ``registry_tokens``); None: tokenised from ``base_mem``'s texts.
 
     Returns: DataFrame(``ref_key``) distinct.
     """
-    night_bt, reg_tok, reg_bt = _shared_token_inputs(base_mem, night_tok, freq, eff, profile)
+    sh = _shared_token_inputs(base_mem, night_tok, freq, eff, profile, reg_tok)
+    night_bt, reg_tok, reg_bt = sh.night_bt, sh.reg_tok, sh.reg_bt
     if neighbourhood == "ranked":
-        extra = _frequent_pair_matches(reg_tok, night_tok, freq, eff)
+        extra = _frequent_pair_matches(sh, night_tok, freq, eff)
         return ranked_candidates(night_bt, reg_bt, base_mem, eff, top_entities, extra).distinct()
     if neighbourhood == "scored":
-        extra = _frequent_pair_matches(reg_tok, night_tok, freq, eff)
+        extra = _frequent_pair_matches(sh, night_tok, freq, eff)
         return scored_candidates(night_bt, reg_bt, base_mem, night_tok, reg_tok, freq, eff,
                                  top_entities, extra, pool=profile.registryScoredPool,
                                  members=profile.registryScoredMembers).distinct()
@@ -809,22 +822,88 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
             return k
         nkeys = keys(night_bt).select("block_key").distinct()
         near = keys(reg_bt).join(nkeys, "block_key", "left_semi").select("ref_key")
-        return near.unionByName(_frequent_pair_candidates(reg_tok, night_tok, freq, eff)).distinct()
+        return near.unionByName(_frequent_pair_candidates(sh, night_tok, freq, eff)).distinct()
     return reg_bt.select("ref_key").distinct()
 
 
+def registry_tokens(base: RegistryVersion, base_mem: DataFrame, profile: LinkageProfile) -> tuple[DataFrame, bool]:
+    """The registry members' tokens (``record_id`` = ref_key, ``tokens``).
+
+    Read from the version's stored ``tokens/`` part when its fingerprint is
+    the profile's (``hdwm.tokenizer.tokens_fingerprint``; ``hdwm.registry``
+    module doc, "Stored tokens"), else tokenised from ``base_mem``'s ``text``
+    and materialised (it is read more than once). Returns (tokens, whether
+    they were read from the version).
+    """
+    if base.tokens is not None and base.complete.get("tokens_fingerprint") == tokens_fingerprint(profile):
+        return base.tokens.select(ref_key_col().alias("record_id"), "tokens"), True
+    return _freeze(tokenize(base_mem.select(F.col("ref_key").alias("record_id"), "text"), profile)), False
+
+
+def next_tokens(reg_tok: DataFrame, night: DataFrame, night_tok: DataFrame) -> DataFrame:
+    """The next version's stored tokens: the registry's (``record_id`` = ref_key,
+    ``tokens``) except the references the night sends again, plus the night's.
+    Returns (``source``, ``record_id``, ``tokens``), one row per member
+    (``hdwm.registry.TOKENS_SCHEMA``)."""
+    from .registry import split_ref_key
+
+    kept = reg_tok.join(night.select(F.col("ref_key").alias("record_id")), "record_id", "left_anti")
+    both = kept.unionByName(night_tok.select("record_id", "tokens"))
+    src, rid = split_ref_key("record_id")
+    return both.select(src.alias("source"), rid.alias("record_id"), "tokens")
+
+
+@dataclass
+class SharedTokens:
+    """What every neighbourhood rule reads, computed once per night
+    (``_shared_token_inputs``).
+
+    ``night_bt``: (``ref_key``, ``token``, ``freq``) the night's blocking tokens;
+    ``reg_tok``: (``record_id``, ``tokens``) the registry's tokens;
+    ``reg_bt``: (``token``, ``ref_key``, ``freq``) registry references' tokens
+    among the night's blocking tokens; ``reg_rows``: (``ref_key``, ``token``)
+    every registry reference's tokens that are among the night's blocking
+    tokens or the tokens of the night's frequent-pair keys (materialised: the
+    only scan of the registry's tokens); ``night_fp``: (``record_id``,
+    ``block_key``) the night's frequent-pair keys before the cap, or None
+    when ``frequentPairMaxBlock`` is 0."""
+
+    night_bt: DataFrame
+    reg_tok: DataFrame
+    reg_bt: DataFrame
+    reg_rows: DataFrame
+    night_fp: DataFrame | None
+
+
 def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
-                         profile: LinkageProfile) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """(night blocking tokens (``ref_key``, ``token``, ``freq``), registry tokens
-    (``record_id``, ``tokens``), registry references' tokens among the night's
-    blocking tokens (``ref_key``, ``token``)): what every rule compares."""
+                         profile: LinkageProfile, reg_tok: DataFrame | None = None) -> SharedTokens:
+    """Compute ``SharedTokens`` (``reg_tok`` None: tokenise ``base_mem``'s texts).
+
+    The registry's token lists are exploded once and cut, by a broadcast
+    semi-join, to the tokens the night can use: its blocking tokens and the
+    tokens of its frequent-pair keys. Both rules downstream (shared blocking
+    tokens, holders of a night's frequent pair) read only those rows, so a
+    night no longer joins the whole history's tokens with the frequency table
+    or forms every registry reference's frequent pairs (benchmarks/README.md,
+    "Scored over 30 nights": 7 s and 10.5 s of a night at 290,000 registry
+    references, the part that grew with the history)."""
     night_bt = blocking_tokens(night_tok, freq, eff).select(F.col("record_id").alias("ref_key"), "token", "freq")
     night_bt = _freeze(night_bt)
-    bt_set = night_bt.select("token", "freq").distinct()
-    reg_tok = tokenize(base_mem.select(F.col("ref_key").alias("record_id"), "text"), profile)
-    reg_bt = (reg_tok.select(F.col("record_id").alias("ref_key"), F.explode(F.array_distinct("tokens")).alias("token"))
-              .join(bt_set, "token"))
-    return night_bt, reg_tok, reg_bt
+    if reg_tok is None:
+        reg_tok = tokenize(base_mem.select(F.col("ref_key").alias("record_id"), "text"), profile)
+    night_fp = None
+    wanted = night_bt.select("token")
+    if getattr(eff, "frequentPairMaxBlock", 0) > 0:
+        from .blocking import frequent_pair_candidates
+
+        night_fp = _freeze(frequent_pair_candidates(night_tok.select("record_id", "tokens"), freq, eff))
+        wanted = wanted.unionByName(night_fp.select(F.explode(F.split("block_key", " ")).alias("token")))
+    wanted = _freeze(wanted.distinct())
+    reg_rows = _freeze(reg_tok.select(F.col("record_id").alias("ref_key"),
+                                      F.explode(F.array_distinct("tokens")).alias("token"))
+                       .join(F.broadcast(wanted), "token", "left_semi"))
+    reg_bt = reg_rows.join(night_bt.select("token", "freq").distinct(), "token")
+    return SharedTokens(night_bt, reg_tok, reg_bt, reg_rows, night_fp)
 
 
 def neighbourhood_ranks(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
@@ -832,39 +911,52 @@ def neighbourhood_ranks(base_mem: DataFrame, night_tok: DataFrame, freq: DataFra
     """For measurement (``benchmarks/incremental.py --rank-of-truth``): every
     registry entity each night reference shares a key with, with the rank the
     ``ranked`` rule gives it (``entity_ranks``; arguments as ``candidate_references``)."""
-    night_bt, reg_tok, reg_bt = _shared_token_inputs(base_mem, night_tok, freq, eff, profile)
-    return entity_ranks(night_bt, reg_bt, base_mem, eff, _frequent_pair_matches(reg_tok, night_tok, freq, eff))
+    sh = _shared_token_inputs(base_mem, night_tok, freq, eff, profile)
+    return entity_ranks(sh.night_bt, sh.reg_bt, base_mem, eff, _frequent_pair_matches(sh, night_tok, freq, eff))
 
 
-def _frequent_pair_keys(reg_tok: DataFrame, night_tok: DataFrame, freq: DataFrame,
+def _frequent_pair_keys(sh: SharedTokens, night_tok: DataFrame, freq: DataFrame,
                         eff: LinkageProfile) -> tuple[DataFrame, DataFrame] | None:
     """The engine's rare pairs of frequent tokens (``hdwm.blocking.frequent_pair_keys``),
     counted over the registry and the night together as the engine will block
     them: (night keys (``record_id``, ``block_key``, ``ub``), registry keys
     (``record_id``, ``block_key``)) restricted to keys a night reference holds.
-    None when ``frequentPairMaxBlock`` is 0."""
-    if not getattr(eff, "frequentPairMaxBlock", 0) > 0:
-        return None
-    from .blocking import frequent_pair_keys
+    None when ``frequentPairMaxBlock`` is 0.
 
-    night_keys = night_tok.select("record_id").distinct()
-    both = reg_tok.select("record_id", "tokens").join(night_keys, "record_id", "left_anti").unionByName(
-        night_tok.select("record_id", "tokens"))
-    fk = frequent_pair_keys(both, freq, eff)
-    night_fk = fk.join(night_keys, "record_id", "left_semi").select("record_id", "block_key", "ub")
-    reg_fk = (fk.join(night_keys, "record_id", "left_anti")
-              .join(night_fk.select("block_key").distinct(), "block_key", "left_semi")
-              .select("record_id", "block_key"))
+    Only keys a night reference holds matter, and a key depends only on its two
+    tokens (``hdwm.blocking.frequent_pair_candidates``), so a registry
+    reference's keys are formed from its tokens among those of the night's
+    keys (``sh.reg_rows``): the same keys and the same holder counts ``ub`` as
+    forming every registry reference's pairs, at the cost of the night's
+    tokens only. A registry reference the night sends again counts with the
+    night's text, as in the engine."""
+    if sh.night_fp is None:
+        return None
+    from .blocking import cap_frequent_pairs, frequent_pair_candidates
+
+    night_keys = night_tok.select(F.col("record_id").alias("ref_key")).distinct()
+    fp_tokens = _freeze(sh.night_fp.select(F.explode(F.split("block_key", " ")).alias("token")).distinct())
+    reg_lists = (sh.reg_rows.join(F.broadcast(fp_tokens), "token", "left_semi")
+                 .join(night_keys, "ref_key", "left_anti")
+                 .groupBy(F.col("ref_key").alias("record_id")).agg(F.collect_list("token").alias("tokens")))
+    small_freq = freq.join(F.broadcast(fp_tokens), "token", "left_semi")
+    reg_fp = (frequent_pair_candidates(reg_lists, F.broadcast(small_freq), eff)
+              .join(sh.night_fp.select("block_key").distinct(), "block_key", "left_semi"))
+    counted = _freeze(sh.night_fp.select("record_id", "block_key", F.lit(True).alias("_night"))
+                      .unionByName(reg_fp.select("record_id", "block_key", F.lit(False).alias("_night")))
+                      .transform(cap_frequent_pairs(eff)))
+    night_fk = counted.filter("_night").select("record_id", "block_key", "ub")
+    reg_fk = counted.filter(~F.col("_night")).select("record_id", "block_key")
     return night_fk, reg_fk
 
 
-def _frequent_pair_matches(reg_tok: DataFrame, night_tok: DataFrame, freq: DataFrame,
+def _frequent_pair_matches(sh: SharedTokens, night_tok: DataFrame, freq: DataFrame,
                            eff: LinkageProfile) -> DataFrame | None:
     """(``night_key``, ``ref_key``, ``weight``): a night reference and a registry
     reference holding one rare pair of frequent tokens (``_frequent_pair_keys``);
     ``weight`` = ``ln(N / ub)`` nats, the rarity of the pair itself (``ub``
     references hold it). None when ``frequentPairMaxBlock`` is 0."""
-    keys = _frequent_pair_keys(reg_tok, night_tok, freq, eff)
+    keys = _frequent_pair_keys(sh, night_tok, freq, eff)
     if keys is None:
         return None
     night_fk, reg_fk = keys
@@ -874,15 +966,15 @@ def _frequent_pair_matches(reg_tok: DataFrame, night_tok: DataFrame, freq: DataF
         "night_key", "ref_key", F.log(F.lit(float(n)) / F.col("ub")).alias("weight"))
 
 
-def _frequent_pair_candidates(reg_tok: DataFrame, night_tok: DataFrame, freq: DataFrame,
+def _frequent_pair_candidates(sh: SharedTokens, night_tok: DataFrame, freq: DataFrame,
                               eff: LinkageProfile) -> DataFrame:
     """Registry references (``ref_key``) holding one of the engine's rare pairs of
     frequent tokens that a night reference holds (``_frequent_pair_keys``; a
     semi-join, no night-registry pairs formed); empty when
     ``frequentPairMaxBlock`` is 0."""
-    keys = _frequent_pair_keys(reg_tok, night_tok, freq, eff)
+    keys = _frequent_pair_keys(sh, night_tok, freq, eff)
     if keys is None:
-        return reg_tok.select(F.col("record_id").alias("ref_key")).limit(0)
+        return sh.reg_rows.select("ref_key").limit(0)
     return keys[1].select(F.col("record_id").alias("ref_key"))
 
 

@@ -13,6 +13,8 @@ everything under ``ds=<d>/`` is replaced whole when d is linked again::
                                    (d's changes only)
     ds=<d>/frequencies/   Parquet  token, freq long: raw token counts over all members
                                    (previous version + the night's counts, never recounted)
+    ds=<d>/tokens/        Parquet  source, record_id, tokens array<string>: every member's
+                                   tokeniser output (optional; written by a night, see below)
     ds=<d>/_COMPLETE.json written last; without it the version is incomplete and ignored
     ds=<d>/_PUBLISHED.json / _REJECTED.json   written by the Airflow publish / report task
     .published-ds=<d>/    the published version of d while d is linked again (``stash_published``)
@@ -20,6 +22,14 @@ everything under ``ds=<d>/`` is replaced whole when d is linked again::
 A version is written into a temporary sibling folder (``.ds=<d>.tmp-<pid>``)
 with ``_COMPLETE.json`` last, then renamed over ``ds=<d>``: readers see the
 old version or the new one, never a mixture.
+
+Stored tokens: a night reads the registry's tokens from ``tokens/`` instead of
+tokenising every member's text again (the part that grew with the history,
+benchmarks/README.md), but only when ``_COMPLETE.json``'s
+``tokens_fingerprint`` equals ``hdwm.tokenizer.tokens_fingerprint`` of the
+night's profile (same tokeniser settings and code). A version without the
+part or with another fingerprint is tokenised from ``text`` as before; the
+part is a cache of ``text``, never a source of truth.
 
 Which version a night d links against (``resolve_base``):
 
@@ -128,10 +138,18 @@ FREQ_SCHEMA = T.StructType([
     T.StructField("token", T.StringType(), False),
     T.StructField("freq", T.LongType(), False),
 ])
+TOKENS_SCHEMA = T.StructType([
+    T.StructField("source", T.StringType(), False),
+    T.StructField("record_id", T.StringType(), False),
+    T.StructField("tokens", T.ArrayType(T.StringType(), True), False),
+])
 SCHEMAS = {"members": MEMBERS_SCHEMA, "entities": ENTITIES_SCHEMA, "changes": CHANGES_SCHEMA,
-           "frequencies": FREQ_SCHEMA}
+           "frequencies": FREQ_SCHEMA, "tokens": TOKENS_SCHEMA}
 SORT_KEYS = {"members": ["source", "record_id"], "entities": ["entity_id"], "changes": ["entity_id", "change"],
-             "frequencies": ["token"]}
+             "frequencies": ["token"], "tokens": ["source", "record_id"]}
+#: the optional part: a cache of the members' tokens (module doc, "Stored tokens")
+TOKENS = "tokens"
+
 
 
 class RegistryOrderError(RuntimeError):
@@ -293,6 +311,9 @@ class RegistryVersion:
     frequencies: DataFrame
     changes: DataFrame | None = None
     complete: dict = field(default_factory=dict)
+    #: (``source``, ``record_id``, ``tokens``) when the version stored them, else None; valid only
+    #: for ``complete["tokens_fingerprint"]`` (module doc, "Stored tokens")
+    tokens: DataFrame | None = None
 
 
 def empty_version(spark: SparkSession) -> RegistryVersion:
@@ -320,11 +341,15 @@ def read_version(spark: SparkSession, registry, ds: str | None) -> RegistryVersi
     for part in PARTS:
         frames[part] = spark.read.schema(SCHEMAS[part]).parquet(str(d / part))
     complete = read_complete(registry, ds)
+    tokens = None
+    if complete.get("tokens_fingerprint") and (d / TOKENS).is_dir():
+        tokens = spark.read.schema(TOKENS_SCHEMA).parquet(str(d / TOKENS))
     reporter("registry").say("registry: read base version", {  # counts as its _COMPLETE.json recorded them
-        "base_ds": ds, "references": complete.get("references_total"), "entities": complete.get("entities_total")},
+        "base_ds": ds, "references": complete.get("references_total"), "entities": complete.get("entities_total"),
+        "stored_tokens": complete.get("tokens_fingerprint") if tokens is not None else "none"},
         stage_seconds=time.time() - t0)
     return RegistryVersion(ds, frames["members"], frames["entities"], frames["frequencies"], frames["changes"],
-                           complete)
+                           complete, tokens)
 
 
 def stash_dir(registry, ds: str) -> Path:
@@ -364,14 +389,25 @@ def _write_json(path: Path, payload: dict) -> None:
 
 
 def write_version(registry, ds: str, members: DataFrame, entities: DataFrame, changes: DataFrame,
-                  frequencies: DataFrame, complete: dict) -> Path:
+                  frequencies: DataFrame, complete: dict, tokens: DataFrame | None = None,
+                  tokens_fingerprint: str | None = None) -> Path:
     """Write version ``ds`` whole: into ``.ds=<d>.tmp-<pid>``, ``_COMPLETE.json``
     last, then swap it in for ``ds=<d>`` (any older folder and stale temp
     siblings of ``ds`` are removed). Rows are sorted (``SORT_KEYS``) into one
     file per part, so a rerun writes identical rows in identical order.
 
+    ``tokens`` (``source``, ``record_id``, ``tokens``; one row per member) with
+    its ``tokens_fingerprint`` (``hdwm.tokenizer.tokens_fingerprint``) is
+    written as the optional part ``tokens/`` and the fingerprint recorded in
+    ``_COMPLETE.json``; without them the version has no stored tokens.
+
     Returns: the version folder.
+
+    Raises:
+        ValueError: ``tokens`` without ``tokens_fingerprint``.
     """
+    if tokens is not None and not tokens_fingerprint:
+        raise ValueError("stored tokens need the fingerprint of the tokeniser that made them")
     t0 = time.time()
     root = Path(registry)
     root.mkdir(parents=True, exist_ok=True)
@@ -379,6 +415,10 @@ def write_version(registry, ds: str, members: DataFrame, entities: DataFrame, ch
         shutil.rmtree(stale, ignore_errors=True)
     tmp = root / f".ds={ds}.tmp-{os.getpid()}"
     frames = {"members": members, "entities": entities, "changes": changes, "frequencies": frequencies}
+    complete = {k: v for k, v in complete.items() if k != "tokens_fingerprint"}
+    if tokens is not None:
+        frames[TOKENS] = tokens
+        complete["tokens_fingerprint"] = tokens_fingerprint
     for part, df in frames.items():
         cols = [F.col(f.name).cast(f.dataType).alias(f.name) for f in SCHEMAS[part].fields]
         (df.select(*cols).repartition(1).sortWithinPartitions(*SORT_KEYS[part])

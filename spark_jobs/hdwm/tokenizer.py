@@ -125,3 +125,29 @@ def tokenize(refs: DataFrame, profile: LinkageProfile) -> DataFrame:
             profile.foldAbbreviations, profile.canonicalNumbers,
         ).alias("tokens"),
     )
+
+
+def tokens_fingerprint(profile: LinkageProfile) -> str:
+    """A 16-hex-digit fingerprint of what ``tokenize`` makes of a text under
+    ``profile``: sha1 of this module's and ``hdwm.aliases``' source code and
+    the profile's tokeniser settings (``tokenizerType``,
+    ``removeDuplicateTokens``, ``stripLeadingZeros``, ``foldAbbreviations``,
+    ``canonicalNumbers``).
+
+    The entity registry keeps each reference's tokens with a version
+    (``hdwm.registry``, part ``tokens/``) under this fingerprint, so a night
+    does not tokenise the whole history again; a stored token list is used
+    only when its fingerprint equals the night's – another profile or
+    another tokeniser code means the texts are tokenised again (issue 13).
+    """
+    import hashlib
+    import json
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha1()
+    for name in ("tokenizer.py", "aliases.py"):
+        h.update((here / name).read_bytes())
+    h.update(json.dumps([profile.tokenizerType, profile.removeDuplicateTokens, profile.stripLeadingZeros,
+                         profile.foldAbbreviations, profile.canonicalNumbers]).encode())
+    return h.hexdigest()[:16]

@@ -293,7 +293,8 @@ def test_task_log_tells_each_registry_stage_with_counts_and_seconds(nights):
         else:
             says("registry: read base version", f"base_ds={previous['ds']} "
                                                 f"references={previous['references_total']} "
-                                                f"entities={previous['entities_total']}")
+                                                f"entities={previous['entities_total']} "
+                                                f"stored_tokens={previous['tokens_fingerprint']}")
         base_refs = previous["references_total"] if previous else 0
         assert by_stage["registry: token frequencies maintained"].startswith(
             f"[link] registry: token frequencies maintained: ds={ds} night={len(rows)} "
@@ -463,3 +464,24 @@ def test_link_job_rebuild_relinks_the_history_with_the_night(spark, nights, tmp_
     error = json.loads((out / "metrics.error.json").read_text())
     assert rc == 2 and error == {"exit_code": 2, "error": "ds 2024-01-02 is before the published ds 2024-01-03: "
                                  "relinking it would fork the registry; run the full rebuild"}
+
+
+def test_each_version_stores_its_members_tokens_and_the_next_night_reads_them(spark, nights):
+    """Every version keeps one token list per member, the tokeniser's output for the member's text
+    (a reference sent again: its new text), and the next night reads them instead of the texts."""
+    from hdwm.tokenizer import tokenize, tokens_fingerprint
+
+    _, reg, _, payloads = nights
+    fp = tokens_fingerprint(load_profile("default"))
+    for ds in ("2024-01-01", "2024-01-02", "2024-01-03"):
+        assert json.loads((reg / f"ds={ds}" / "_COMPLETE.json").read_text())["tokens_fingerprint"] == fp
+        members = _members(reg, ds)
+        stored = pd.read_parquet(reg / f"ds={ds}" / "tokens")
+        assert list(zip(stored.source, stored.record_id)) == list(zip(members.source, members.record_id))
+        texts = spark.createDataFrame([(f"{r.source}|{r.record_id}", r.text) for r in members.itertuples()],
+                                      "record_id string, text string")
+        expect = {r.record_id: list(r.tokens) for r in tokenize(texts, load_profile("default")).collect()}
+        assert {f"{r.source}|{r.record_id}": list(r.tokens) for r in stored.itertuples()} == expect
+        if ds != "2024-01-01":
+            line = next(x for x in payloads["logs"][ds] if x.startswith("[link] registry: neighbourhood pulled in"))
+            assert "registry_tokens=stored" in line, line

@@ -105,3 +105,40 @@ def test_a_golden_record_that_changes_without_its_members_gets_an_update_row(spa
     same = assign_and_build(spark, base, clusters, night("LEE"), d2, profile)
     assert same.changes.count() == 0 and same.counts["updates"] == 0
     assert {r.entity_id: r.last_changed_ds for r in same.entities.collect()} == {"EA": d1, "EB": d1}
+
+
+def test_stored_tokens_are_read_only_under_the_profiles_fingerprint(spark, tmp_path):
+    """A version keeps its members' tokens (part ``tokens/``, fingerprint in ``_COMPLETE.json``); a night
+    reads them instead of tokenising the texts again, but only under its own tokeniser's fingerprint."""
+    from hdwm.config import load_profile
+    from hdwm.incremental import registry_tokens
+    from hdwm.registry import TOKENS_SCHEMA, ref_key_col
+    from hdwm.tokenizer import tokens_fingerprint
+
+    reg, d = tmp_path / "entities", "2024-01-01"
+    e = empty_version(spark)
+    m = spark.createDataFrame([("a", "1", "E1", d, d, "ANN LEE", {}), ("a", "2", "E2", d, d, "BOB RAY", {})],
+                              MEMBERS_SCHEMA)
+    # stored tokens that differ from the texts, so the test can tell which were used
+    stored = spark.createDataFrame([("a", "2", ["STORED", "TWO"]), ("a", "1", ["STORED", "ONE"])], TOKENS_SCHEMA)
+    profile = load_profile("default")
+    fp = tokens_fingerprint(profile)
+    with pytest.raises(ValueError, match="fingerprint"):
+        write_version(reg, d, m, e.entities, e.changes, e.frequencies, {"ds": d}, tokens=stored)
+    write_version(reg, d, m, e.entities, e.changes, e.frequencies, {"ds": d}, tokens=stored, tokens_fingerprint=fp)
+    v = read_version(spark, reg, d)
+    assert v.complete["tokens_fingerprint"] == fp
+    assert [(r.source, r.record_id) for r in v.tokens.collect()] == [("a", "1"), ("a", "2")]  # sorted rows
+    mem = v.members.withColumn("ref_key", ref_key_col())
+    tok, from_version = registry_tokens(v, mem, profile)
+    assert from_version and {r.record_id: r.tokens for r in tok.collect()} == {
+        "a|1": ["STORED", "ONE"], "a|2": ["STORED", "TWO"]}
+    other = profile.model_copy(update={"tokenizerType": "Compress"})
+    assert tokens_fingerprint(other) != fp
+    tok, from_version = registry_tokens(v, mem, other)  # another tokeniser: the texts are tokenised again
+    assert not from_version and {r.record_id: r.tokens for r in tok.collect()} == {
+        "a|1": ["ANN", "LEE"], "a|2": ["BOB", "RAY"]}
+    write_version(reg, d, m, e.entities, e.changes, e.frequencies, {"ds": d, "tokens_fingerprint": fp})
+    v = read_version(spark, reg, d)  # written without tokens: none stored, and no stale fingerprint claims any
+    assert v.tokens is None and "tokens_fingerprint" not in v.complete
+    assert not (reg / f"ds={d}" / "tokens").exists()

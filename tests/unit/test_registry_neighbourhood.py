@@ -219,3 +219,52 @@ def test_the_profile_sets_the_scored_pool(spark):
 
     assert entities(1) == ["E01"]
     assert entities(2) == ["E02"]
+
+
+def test_a_nights_frequent_pairs_counted_from_its_own_tokens_equal_the_engines(spark):
+    # the night counts the registry's holders of its frequent-pair keys from the registry's rows of the
+    # night's tokens only; keys and holder counts must equal the engine's frequent_pair_keys over the
+    # registry (less the references sent again) plus the night, cut to the keys a night reference holds
+    import random
+
+    from hdwm.blocking import frequent_pair_keys
+    from hdwm.incremental import _frequent_pair_keys, _shared_token_inputs
+
+    rnd = random.Random(7)
+    # 20 frequent words (about 22 holders each, above beta 8): a pair of them has 2-3 holders, under
+    # the cap of 6, and so does a word with one of four initials now and then
+    common = ["JOHN", "MARY", "SMITH", "JONES", "ELM", "OAK", "SPRINGFIELD", "SHELBY", "PETER", "LISA",
+              "BROWN", "WHITE", "PINE", "BIRCH", "OGDEN", "HAVEN", "KAREN", "GREEN", "MAPLE", "CEDAR"]
+    rare = [f"R{i:02d}X" for i in range(30)]
+    letters = ["A", "B", "C", "D"]
+
+    def ref():
+        return rnd.sample(common, 3) + rnd.sample(rare, 1) + rnd.sample(letters, 1)
+
+    registry = {f"r|{i}": ref() for i in range(120)}
+    night = {f"n|{i}": ref() for i in range(25)}
+    night.update({"r|0": ref(), "r|1": ref()})  # sent again with another text
+    population = {**{k: v for k, v in registry.items() if k not in night}, **night}
+    counts = {}
+    for ts in population.values():
+        for t in set(ts):
+            counts[t] = counts.get(t, 0) + 1
+    base_mem = spark.createDataFrame([(k, "E" + k, " ".join(ts)) for k, ts in registry.items()],
+                                     "ref_key string, entity_id string, text string")
+    nt = spark.createDataFrame(list(night.items()), "record_id string, tokens array<string>")
+    rt = spark.createDataFrame(list(registry.items()), "record_id string, tokens array<string>")
+    fq = spark.createDataFrame(list(counts.items()), "token string, freq long")
+    prof = load_profile("default")
+    eff = prof.effective(len(population)).model_copy(update={"beta": 8, "sigma": 200, "frequentPairMaxBlock": 6})
+    sh = _shared_token_inputs(base_mem, nt, fq, eff, prof, rt)
+    night_fk, reg_fk = _frequent_pair_keys(sh, nt, fq, eff)
+    got_night = sorted((r.record_id, r.block_key, r.ub) for r in night_fk.collect())
+    got_reg = sorted((r.record_id, r.block_key) for r in reg_fk.collect())
+
+    both = spark.createDataFrame(list(population.items()), "record_id string, tokens array<string>")
+    engine = [(r.record_id, r.block_key, r.ub) for r in frequent_pair_keys(both, fq, eff).collect()]
+    night_keys = {k for i, k, _ in engine if i in night}
+    assert sorted(x for x in engine if x[0] in night) == got_night
+    assert sorted((i, k) for i, k, _ in engine if i not in night and k in night_keys) == got_reg
+    assert got_night and got_reg  # the case has keys on both sides
+    assert any(ub > 1 for _, _, ub in got_night) and any(k.endswith((" A", " B", " C", " D")) for _, k, _ in got_night)
