@@ -185,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         results["neighbourhood"] = r.get("neighbourhood_rule", results["neighbourhood"])  # the rule the job used
         results["top_entities"] = r.get("top_entities", results["top_entities"])
         rec = {"night": i + 1, "ds": ds, "seconds": payload["seconds"],
-               "neighbourhood": r["neighbourhood_references"], "new": r["new_references"],
+               "neighbourhood": r["neighbourhood_references"], "followers": r.get("neighbourhood_followers", 0),
+               "new": r["new_references"],
                "joined": r["joined_existing"], "merges": r["merges"], "splits": r["splits"],
                "references_total": r["references_total"], "entities_total": r["entities_total"],
                "night_f1": (payload["pairwise"] or {}).get("f1"),

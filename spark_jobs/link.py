@@ -372,6 +372,7 @@ def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, canno
         "new_entities", "grows", "merges", "splits", "split_rows", "updates")},
         "seconds": None, "profile": profile.name,
         "neighbourhood_references": res.counts["neighbourhood_references"],
+        "neighbourhood_followers": res.counts.get("neighbourhood_followers", 0),
         "neighbourhood_rule": res.counts.get("neighbourhood_rule", "rebuild"),
         "top_entities": res.counts.get("top_entities"),
         "resent_references": res.counts["resent_references"]}

@@ -281,6 +281,13 @@ class LinkageProfile(BaseModel):
     #: ``never`` – the parts are put back together with whatever they joined
     #: (only human cannot-links and the full rebuild split).
     registrySplits: Literal["engine", "night_evidence", "never"] = "night_evidence"
+    #: members of one neighbourhood entity relinked with the night (``hdwm.incremental.bounded_members``):
+    #: ``0`` – every member (the entity comes in whole); ``M ≥ 1`` – the members the neighbourhood
+    #: rule found (and those named by human decisions), then the most recently seen up to M in
+    #: all; the others follow their entity's part that holds most of its relinked members. Bounds
+    #: what a night relinks when entities grow night after night (issue 13: "entities already in the
+    #: registry are not re-linked from scratch every night").
+    registryEntityMembers: int = Field(0, ge=0)
 
     # --- cluster quality (DWM90/95) ---
     epsilon: float = Field(0.50, ge=0.0, le=1.0)

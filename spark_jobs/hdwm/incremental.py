@@ -27,6 +27,13 @@ night's references and returns the next version:
    comparator and the ``registryTopEntities`` best at or above ``mu`` kept, so
    the entities pulled in are bounded by the night (benchmarks/README.md,
    "Scored over 30 nights").
+   Every rule reads the registry's tokens from the base version's stored
+   ``tokens/`` (``registry_tokens``; tokenised from the texts only when the
+   version has none under the night's tokeniser fingerprint) and explodes
+   them once, cut to the night's blocking tokens and the tokens of its
+   frequent-pair keys (``_shared_token_inputs``): the registry rows a night
+   reads are those of its own tokens, and the candidates are the same as
+   from the whole history's rows (benchmarks/README.md, "Stored tokens").
    Then every member of the entities the candidates belong to joins them
    (an entity above ``big_entity_warn`` members is logged as a warning), plus
    the entities named by human decisions the night could affect.
@@ -234,6 +241,72 @@ def keep_unevidenced_splits_whole(clusters: DataFrame, old: DataFrame) -> tuple[
     out = (clusters.join(moves, "ref_key", "left")
            .withColumn("cluster", F.coalesce("_to", "cluster")).drop("_to"))
     return out, n
+
+
+def bounded_members(neigh: DataFrame, keep: DataFrame, limit: int) -> tuple[DataFrame, DataFrame]:
+    """Cut each neighbourhood entity to the members a night relinks (``registryEntityMembers``).
+
+    Per entity: every member in ``keep`` (the members the neighbourhood rule
+    found for a night reference, and those named by human decisions), then
+    the most recently seen (``first_seen_ds`` descending, then ``ref_key``)
+    until ``limit`` members in all. The rest are followers: they are not
+    relinked and take their entity's main part afterwards (``follow_entities``).
+
+    Args:
+        neigh: neighbourhood members (``ref_key``, ``entity_id``, ``first_seen_ds``, ...).
+        keep: (``ref_key``) members that are always relinked.
+        limit: members per entity (≥ 1).
+
+    Returns: (relinked members – ``neigh``'s rows and columns –, followers (``ref_key``, ``entity_id``)).
+
+    Raises:
+        ValueError: ``limit < 1``.
+    """
+    if limit < 1:
+        raise ValueError(f"registryEntityMembers must be at least 1 to bound an entity, got {limit}")
+    flagged = neigh.join(keep.distinct().select("ref_key", F.lit(1).alias("_keep")), "ref_key", "left").withColumn(
+        "_keep", F.coalesce("_keep", F.lit(0)))
+    w = Window.partitionBy("entity_id").orderBy(F.desc("_keep"), F.desc("first_seen_ds"), F.asc("ref_key"))
+    ranked = flagged.withColumn("_rank", F.row_number().over(w))
+    relinked = (F.col("_keep") == 1) | (F.col("_rank") <= limit)
+    return (ranked.filter(relinked).select(*neigh.columns),
+            ranked.filter(~relinked).select("ref_key", "entity_id"))
+
+
+def follow_entities(clusters: DataFrame, relinked: DataFrame, followers: DataFrame) -> DataFrame:
+    """Put the members a night did not relink into their entity's main part.
+
+    An entity's main part is the cluster holding the most of its relinked
+    members (ties: the smallest cluster label); every follower of the entity
+    joins it, so an entity grows, merges or splits as its relinked members did
+    and a split leaves the followers with the larger part – the part that
+    keeps the entity's id (``assign_ids``).
+
+    Args:
+        clusters: (``ref_key``, ``cluster``, ``iteration``, ``mu``, ``quality``) the engine's clusters.
+        relinked: (``ref_key``, ``entity_id``) the neighbourhood members that were relinked.
+        followers: (``ref_key``, ``entity_id``) the members that were not.
+
+    Returns: ``clusters`` plus one row per follower (``iteration``, ``mu``, ``quality`` null).
+    """
+    parts = (clusters.select("ref_key", "cluster").join(relinked, "ref_key")
+             .groupBy("entity_id", "cluster").agg(F.count(F.lit(1)).alias("n")))
+    w = Window.partitionBy("entity_id").orderBy(F.desc("n"), F.asc("cluster"))
+    main = parts.withColumn("_r", F.row_number().over(w)).filter("_r = 1").select("entity_id", "cluster")
+    joined = followers.join(main, "entity_id").select(
+        "ref_key", "cluster", *[F.lit(None).cast(t).alias(c) for c, t in
+                                (("iteration", "int"), ("mu", "double"), ("quality", "double"))])
+    cols = clusters.columns
+    return clusters.unionByName(joined.select(*[F.col(c).cast(clusters.schema[c].dataType) for c in cols]))
+
+
+def _decision_keys(spark: SparkSession, must: DataFrame | None, cannot: DataFrame | None) -> list[str]:
+    """The ref_keys named by human decisions (decision-sized: collected)."""
+    keys: set[str] = set()
+    for d in (must, cannot):
+        if d is not None:
+            keys |= {k for r in d.collect() for k in (r.id1, r.id2)}
+    return sorted(keys)
 
 
 # ---------------------------------------------------------------- human decisions
@@ -637,14 +710,27 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     if big_rows:
         msg = (f"{len(big_rows)}{'+' if len(big_rows) == 10 else ''} entities with more than {big_entity_warn} members "
                f"are in the neighbourhood (e.g. {big_rows[0].entity_id}: {big_rows[0].member_count}); the night "
-               f"relinks all of their members")
+               + ("relinks all of their members" if profile.registryEntityMembers == 0 else
+                  f"relinks at most {profile.registryEntityMembers} of each (plus the members found for the night)"))
         log.warning(msg)
         _say("warning: " + msg)
-    neigh = _freeze(base_mem.join(touched, "entity_id", "left_semi")
-                    .join(night.select("ref_key"), "ref_key", "left_anti"))
+    neigh_all = _freeze(base_mem.join(touched, "entity_id", "left_semi")
+                        .join(night.select("ref_key"), "ref_key", "left_anti"))
+    followers = None
+    n_followers = 0
+    if profile.registryEntityMembers > 0:
+        keep = cand.select("ref_key")
+        named = _decision_keys(spark, must, cannot)
+        if named:
+            keep = keep.unionByName(spark.createDataFrame([(k,) for k in named], "ref_key string"))
+        neigh, followers = bounded_members(neigh_all, keep, profile.registryEntityMembers)
+        neigh, followers = _freeze(neigh), _freeze(followers)
+        n_followers = followers.count()
+    else:
+        neigh = neigh_all
     n_neigh = neigh.count()
     _say("registry: neighbourhood pulled in", {
-        "references": n_neigh, "entities": touched.count(), "by_decisions": len(extra),
+        "references": n_neigh, "entities": touched.count(), "followers": n_followers, "by_decisions": len(extra),
         "big_entities": len(big_rows), "neighbourhood_rule": neighbourhood,
         "registry_tokens": "stored" if stored else "tokenised again"}, time.time() - t_stage)
     t_stage = time.time()
@@ -657,7 +743,10 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     else:
         sub = night.select(*cols).unionByName(neigh.select(*cols))
     clusters, emetrics, pairs = engine_link(spark, sub, profile, freq, n_total, must, cannot, checkpoint_dir)
-    clusters, kept_whole = apply_split_policy(clusters, neigh.select("ref_key", "entity_id"), profile.registrySplits)
+    if followers is not None:
+        clusters = follow_entities(clusters, neigh.select("ref_key", "entity_id"), followers)
+    clusters, kept_whole = apply_split_policy(clusters, neigh_all.select("ref_key", "entity_id"),
+                                              profile.registrySplits)
     clusters = _freeze(enforce_decisions(clusters, must, cannot))
     _say("registry: link", {"references": n_night + n_neigh, "clusters": emetrics.get("clusters"),
                             "iterations": len(emetrics.get("iterations") or []),
@@ -671,7 +760,8 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     res.engine_metrics = emetrics
     res.pairs = pairs
     res.tokens, res.tokens_fingerprint = next_tokens(reg_tok, night, night_tok), tokens_fingerprint(profile)
-    res.counts.update({"neighbourhood_references": n_neigh, "linked_references": n_night + n_neigh,
+    res.counts.update({"neighbourhood_references": n_neigh, "neighbourhood_followers": n_followers,
+                       "linked_references": n_night + n_neigh,
                        "resent_references": n_resent, "neighbourhood_rule": neighbourhood,
                        "top_entities": top_entities if neighbourhood in ("ranked", "scored") else None})
     _say("registry: id assignment", {k: res.counts[k] for k in (

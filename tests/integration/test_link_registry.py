@@ -161,6 +161,12 @@ def test_rerun_gives_identical_members(spark, nights, tmp_path):
     root, reg, link, _ = nights
     before = {p: pd.read_parquet(reg / "ds=2024-01-03" / p) for p in ("entities", "changes", "frequencies")}
     m_before = _members(reg, "2024-01-03")
+
+    def stored_tokens():
+        t = pd.read_parquet(reg / "ds=2024-01-03" / "tokens")
+        return [(r.source, r.record_id, list(r.tokens)) for r in t.itertuples()]
+
+    t_before = stored_tokens()
     link.run(str(root / "lake" / "curated" / "2024-01-03"), str(tmp_path / "out"), "2024-01-03", "default",
              spark=spark, registry=str(reg), decisions="")
     assert not (reg / "ds=2024-01-03" / "_PUBLISHED.json").exists()  # the rerun cleared the marker
@@ -173,6 +179,7 @@ def test_rerun_gives_identical_members(spark, nights, tmp_path):
     pd.testing.assert_frame_equal(_members(reg, "2024-01-03"), m_before)
     for p, df in before.items():
         pd.testing.assert_frame_equal(pd.read_parquet(reg / "ds=2024-01-03" / p), df)
+    assert stored_tokens() == t_before and len(t_before) == len(m_before)
     _publish(reg, "2024-01-03")
 
 
@@ -485,3 +492,27 @@ def test_each_version_stores_its_members_tokens_and_the_next_night_reads_them(sp
         if ds != "2024-01-01":
             line = next(x for x in payloads["logs"][ds] if x.startswith("[link] registry: neighbourhood pulled in"))
             assert "registry_tokens=stored" in line, line
+
+
+def test_an_entity_relinked_by_representatives_keeps_its_other_members(spark, nights, tmp_path):
+    """registryEntityMembers: 1 – night 2 relinks one member of JOHN SMITH's night-1 entity (the one its
+    duplicate was found with); the other follows, so the entity grows whole, as with the default."""
+    import shutil
+
+    root, reg, link, _ = nights
+    reg2 = tmp_path / "lake" / "entities"
+    reg2.mkdir(parents=True)
+    shutil.copytree(reg / "ds=2024-01-01", reg2 / "ds=2024-01-01")
+    prof = tmp_path / "bounded.yaml"
+    prof.write_text((REPO / "include" / "config" / "default.yaml").read_text() + "\nregistryEntityMembers: 1\n")
+    cur = _curated(spark, tmp_path, "2024-01-02", "web", NIGHT2)
+    payload, lines = _logged(link.run, cur, str(tmp_path / "out"), "2024-01-02", str(prof), spark=spark,
+                             registry=str(reg2), decisions="")
+    c = payload["registry"]
+    assert c["neighbourhood_followers"] >= 1 and c["neighbourhood_references"] >= 1
+    said = next(x for x in lines if x.startswith("[link] registry: neighbourhood pulled in"))
+    assert f"followers={c['neighbourhood_followers']}" in said
+    ids1, ids2 = _ids(reg, "2024-01-01"), _ids(reg2, "2024-01-02")
+    assert ids2 == _ids(reg, "2024-01-02")  # the same entities as relinking whole entities
+    assert ids2[("web", "c1")] == ids2[("crm", "c1")] == ids2[("crm", "c2")] == ids1[("crm", "c1")]
+    assert c["references_total"] == 8 and c["grows"] == 1 and c["merges"] == 0 and c["splits"] == 0

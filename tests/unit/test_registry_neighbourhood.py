@@ -268,3 +268,48 @@ def test_a_nights_frequent_pairs_counted_from_its_own_tokens_equal_the_engines(s
     assert sorted((i, k) for i, k, _ in engine if i not in night and k in night_keys) == got_reg
     assert got_night and got_reg  # the case has keys on both sides
     assert any(ub > 1 for _, _, ub in got_night) and any(k.endswith((" A", " B", " C", " D")) for _, k, _ in got_night)
+
+
+def test_bounded_members_keeps_the_found_members_then_the_most_recent(spark):
+    from hdwm.incremental import bounded_members
+
+    # entity EA has five members; the neighbourhood rule found a|1 (the oldest); EB has two
+    neigh = spark.createDataFrame(
+        [("a|1", "EA", "2024-01-01"), ("a|2", "EA", "2024-01-02"), ("a|3", "EA", "2024-01-03"),
+         ("a|4", "EA", "2024-01-04"), ("a|5", "EA", "2024-01-04"), ("b|1", "EB", "2024-01-01"),
+         ("b|2", "EB", "2024-01-02")], "ref_key string, entity_id string, first_seen_ds string")
+    keep = spark.createDataFrame([("a|1",), ("a|1",)], "ref_key string")
+    relinked, followers = bounded_members(neigh, keep, 3)
+    assert relinked.columns == neigh.columns
+    assert sorted(r.ref_key for r in relinked.collect()) == ["a|1", "a|4", "a|5", "b|1", "b|2"]
+    assert sorted((r.ref_key, r.entity_id) for r in followers.collect()) == [("a|2", "EA"), ("a|3", "EA")]
+    # found members are never cut, even beyond the limit
+    many = spark.createDataFrame([("a|2",), ("a|3",), ("a|1",)], "ref_key string")
+    relinked, followers = bounded_members(neigh, many, 1)
+    assert sorted(r.ref_key for r in relinked.collect()) == ["a|1", "a|2", "a|3", "b|2"]
+    assert sorted(r.ref_key for r in followers.collect()) == ["a|4", "a|5", "b|1"]
+    with pytest.raises(ValueError, match="registryEntityMembers"):
+        bounded_members(neigh, keep, 0)
+
+
+def test_followers_join_their_entitys_main_part(spark):
+    from hdwm.incremental import follow_entities
+
+    # EA's relinked members were split 2 / 1 by the night: its followers go with the larger part (c1);
+    # EB's one relinked member joined a night reference in cluster c9: its follower goes there too
+    clusters = spark.createDataFrame(
+        [("a|1", "c1", 1, 0.6, 0.9), ("a|2", "c1", 1, 0.6, 0.9), ("a|3", "c2", 0, None, 1.0),
+         ("b|1", "c9", 1, 0.5, 0.8), ("n|1", "c9", 1, 0.5, 0.8)],
+        "ref_key string, cluster string, iteration int, mu double, quality double")
+    relinked = spark.createDataFrame([("a|1", "EA"), ("a|2", "EA"), ("a|3", "EA"), ("b|1", "EB")],
+                                     "ref_key string, entity_id string")
+    followers = spark.createDataFrame([("a|8", "EA"), ("a|9", "EA"), ("b|7", "EB")], "ref_key string, entity_id string")
+    out = follow_entities(clusters, relinked, followers)
+    assert out.columns == clusters.columns and out.count() == 8
+    got = {r.ref_key: r.cluster for r in out.collect()}
+    assert (got["a|8"], got["a|9"], got["b|7"]) == ("c1", "c1", "c9")
+    assert got["a|3"] == "c2" and got["n|1"] == "c9"
+    # a tie between two parts goes to the smaller cluster label
+    tie = clusters.filter("ref_key != 'a|2'")
+    got = {r.ref_key: r.cluster for r in follow_entities(tie, relinked.filter("ref_key != 'a|2'"), followers).collect()}
+    assert got["a|8"] == "c1"
