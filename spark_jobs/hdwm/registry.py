@@ -151,7 +151,6 @@ SORT_KEYS = {"members": ["source", "record_id"], "entities": ["entity_id"], "cha
 TOKENS = "tokens"
 
 
-
 class RegistryOrderError(RuntimeError):
     """Night d cannot be linked now: a later date is already published, or an
     earlier date is still pending. Permanent (the link job exits 2)."""
