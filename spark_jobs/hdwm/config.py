@@ -296,6 +296,10 @@ class LinkageProfile(BaseModel):
     # --- connected components (washline, Kiveris et al. 2014) ---
     ccCheckpointInterval: int = Field(3, ge=1)
     ccMaxRounds: int = Field(50, ge=1)
+    #: washline (speed): an iteration's links of at most this many edges are closed on the driver
+    #: (``hdwm.closure.local_components``, SciPy) instead of large-star/small-star rounds of Spark
+    #: jobs; 0 = always the rounds. The labels are the same either way.
+    ccLocalMaxEdges: int = Field(500_000, ge=0)
 
     @model_validator(mode="after")
     def _check_relations(self) -> "LinkageProfile":

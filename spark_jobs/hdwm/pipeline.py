@@ -374,7 +374,8 @@ class _Iterations:
         with self.clock("components"):
             links = _freeze(cands.scored.filter(F.col("score") >= mu - 1e-12))
             comps, rounds = connected_components(
-                links, checkpoint_interval=profile.ccCheckpointInterval, max_rounds=profile.ccMaxRounds
+                links, checkpoint_interval=profile.ccCheckpointInterval, max_rounds=profile.ccMaxRounds,
+                local_max_edges=profile.ccLocalMaxEdges,
             )
             comps = _freeze(comps.withColumnRenamed("component", "cluster_id"))
             if profile.clusterConsistency:

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from hdwm.closure import ClosureDidNotConverge, connected_components
+from hdwm.closure import ClosureDidNotConverge, connected_components, local_components
 
 pytestmark = pytest.mark.spark
 
@@ -110,15 +110,16 @@ def _expected(edges) -> dict[str, str]:
     return out
 
 
-def _compare(spark, tmp_path, edges, name):
-    """Run connected_components on ``edges`` and compare with networkx in Spark.
+def _compare(spark, tmp_path, edges, name, local_max_edges=0):
+    """Run connected_components on ``edges`` (``local_max_edges`` as given) and
+    compare with networkx in Spark.
 
     Returns (rounds, number of components)."""
     expected = _expected(edges)
     e_path, x_path = tmp_path / f"{name}-edges.parquet", tmp_path / f"{name}-expected.parquet"
     pq.write_table(pa.table({"id1": [a for a, _ in edges], "id2": [b for _, b in edges]}), e_path)
     pq.write_table(pa.table({"record_id": list(expected), "want": list(expected.values())}), x_path)
-    out, rounds = connected_components(spark.read.parquet(str(e_path)))
+    out, rounds = connected_components(spark.read.parquet(str(e_path)), local_max_edges=local_max_edges)
     want = spark.read.parquet(str(x_path))
     from pyspark.sql import functions as F
 
@@ -150,6 +151,37 @@ def test_several_hundred_small_graphs_in_one_batch(spark, tmp_path):
     rounds, components = _compare(spark, tmp_path, edges, "small")
     assert kinds == dict.fromkeys(shapes, 50)
     assert rounds >= 2 and components > 300  # sparse graphs hold many components each
+
+
+def test_the_same_graphs_closed_on_the_driver(spark, tmp_path):
+    """The 300 graphs above with ``local_max_edges`` above their edge count:
+    closed in one SciPy call on the driver (0 rounds), labelled exactly as
+    networkx (and so as the rounds); one edge fewer than the count as the limit
+    sends the same edges through the rounds again."""
+    rnd = random.Random(20240615)
+    shapes = ["chain", "star", "clique", "tree", "sparse", "mixture"]
+    edges = []
+    for gid in range(300):
+        shape = shapes[gid % len(shapes)]
+        n = int(math.exp(rnd.uniform(math.log(10), math.log(60 if shape == "clique" else 2000))))
+        edges += _graph(rnd, gid, shape, n)
+    rounds, components = _compare(spark, tmp_path, edges, "local", local_max_edges=len(edges))
+    assert rounds == 0 and components > 300
+    rounds, _ = _compare(spark, tmp_path, edges[:5000], "over", local_max_edges=4999)
+    assert rounds >= 1
+
+
+def test_local_components_orders_like_spark_and_keeps_lone_ends():
+    """Labels are the smallest id in string order (``"10" < "9"``, as Spark
+    compares strings); an edge with a None end keeps its other end as a node
+    of its own; self loops make one-node components; empty input is empty."""
+    nodes, comps = local_components(["9", "b", "x", None], ["10", "a", "x", "y"])
+    got = dict(zip(nodes, comps))
+    assert nodes == sorted(nodes) and len(nodes) == len(set(nodes)) == 6
+    assert got == {"9": "10", "10": "10", "a": "a", "b": "a", "x": "x", "y": "y"}
+    assert local_components([], []) == ([], [])
+    with pytest.raises(ValueError, match="differ in length"):
+        local_components(["a"], [])
 
 
 @pytest.mark.slow
