@@ -298,7 +298,9 @@ class LinkageProfile(BaseModel):
     ccMaxRounds: int = Field(50, ge=1)
     #: washline (speed): an iteration's links of at most this many edges are closed on the driver
     #: (``hdwm.closure.local_components``, SciPy) instead of large-star/small-star rounds of Spark
-    #: jobs; 0 = always the rounds. The labels are the same either way.
+    #: jobs, and components to check for consistency holding at most this many references are
+    #: regrouped on the driver (``hdwm.consistency.consistent_clusters``) instead of in a pandas UDF;
+    #: 0 = always Spark. The clusters are the same either way.
     ccLocalMaxEdges: int = Field(500_000, ge=0)
 
     @model_validator(mode="after")

@@ -246,6 +246,7 @@ def consistent_clusters(
     profile: LinkageProfile,
     cannot_link: DataFrame | None = None,
     must_link: DataFrame | None = None,
+    local_max_references: int = 0,
 ) -> tuple[DataFrame, dict]:
     """Split each connected component into conflict-free clusters.
 
@@ -259,6 +260,11 @@ def consistent_clusters(
             (``hdwm.evidence.shared_identifiers``).
         profile: ``consistencyMaxComponent`` and the evidence rule settings.
         cannot_link / must_link: optional (``id1``, ``id2``) human decisions.
+        local_max_references: when > 0 and the components to check hold at
+            most this many references, they and their links are collected
+            (Arrow) and regrouped on the driver by the same function the UDF
+            runs, in one call: the same clusters (each component is regrouped
+            on its own either way) without a Python-worker job. 0: always the UDF.
 
     Returns:
         (DataFrame (``record_id``, ``cluster_id``) for every record of
@@ -279,6 +285,7 @@ def consistent_clusters(
         F.sum(F.when((F.col("n") >= 3) & (F.col("n") <= cap), 1).otherwise(0)).alias("checked"),
         F.sum(F.when(F.col("n") > cap, 1).otherwise(0)).alias("oversize"),
         F.max("n").alias("largest"),
+        F.sum(F.when((F.col("n") >= 3) & (F.col("n") <= cap), F.col("n")).otherwise(0)).alias("checked_refs"),
     ).first()
     checked, oversize = int(srow["checked"] or 0), int(srow["oversize"] or 0)
     if oversize:
@@ -319,8 +326,6 @@ def consistent_clusters(
         b = buckets.select("cluster_id", F.col("bucket").alias("bucket"))
         return df.join(F.broadcast(b) if checked <= BROADCAST_COMPONENTS else b, "cluster_id")
 
-    mem, e = bucket_of(mem), bucket_of(e)
-
     empty = pd.DataFrame({"record_id": pd.Series([], dtype=object), "cluster_id": pd.Series([], dtype=object)})
 
     def fn(mb: pd.DataFrame, eb: pd.DataFrame) -> pd.DataFrame:
@@ -351,6 +356,13 @@ def consistent_clusters(
             s = e
         return pd.DataFrame({"record_id": ids, "cluster_id": cids})
 
+    if 0 < int(srow["checked_refs"] or 0) <= local_max_references:
+        # a small iteration (a night of a registry run, FEBRL-sized inputs): one driver call
+        spark = comps.sparkSession
+        out = fn(mem.toPandas(), e.toPandas())
+        refined = spark.createDataFrame(out if len(out) else [], CLUSTER_SCHEMA)
+        return keep.unionByName(refined), {"components_checked": checked, "oversize_components": oversize}
+    mem, e = bucket_of(mem), bucket_of(e)
     refined = mem.groupBy("bucket").cogroup(e.groupBy("bucket")).applyInPandas(fn, CLUSTER_SCHEMA)
     result = keep.unionByName(refined)
     return result, {"components_checked": checked, "oversize_components": oversize}

@@ -381,7 +381,8 @@ class _Iterations:
             if profile.clusterConsistency:
                 # washline: split each component into conflict-free clusters
                 # (hdwm.consistency; cannot-link constrained single linkage)
-                comps, cstat = consistent_clusters(comps, links, self.ctokens, profile, self.cannot_link, must_link)
+                comps, cstat = consistent_clusters(comps, links, self.ctokens, profile, self.cannot_link, must_link,
+                                                    local_max_references=profile.ccLocalMaxEdges)
                 comps = _freeze(comps)
                 rec["components_checked"] = cstat["components_checked"]
                 rec["oversize_components"] = cstat["oversize_components"]

@@ -379,11 +379,14 @@ def test_a_component_above_the_cap_is_no_cluster_at_that_mu(spark):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("bucket", [4, 4096])
-def test_bucketed_regrouping_equals_one_component_at_a_time(spark, monkeypatch, bucket):
+@pytest.mark.parametrize("bucket,local", [(4, 0), (4096, 0), (4096, 27), (4096, 26)])
+def test_bucketed_regrouping_equals_one_component_at_a_time(spark, monkeypatch, bucket, local):
     """consistent_clusters hands the UDF buckets of whole components (speed); with
     buckets of about one component (4 references) and of all of them (4096) the
-    clusters are those of regroup_component run on each component alone."""
+    clusters are those of regroup_component run on each component alone. So are
+    they on the driver (``local_max_references`` 27: the 27 references of the
+    three components in one call) and, one reference over that limit (26), in
+    the UDF again."""
     import hdwm.consistency as consistency
     from hdwm.compare import comparison_tokens
     from hdwm.frequency import token_frequencies
@@ -407,9 +410,19 @@ def test_bucketed_regrouping_equals_one_component_at_a_time(spark, monkeypatch, 
     feats = comparison_tokens(tokenize(df, PROFILE), token_frequencies(tokenize(df, PROFILE)), PROFILE, len(refs))
     comps_df = spark.createDataFrame(comps, "record_id string, cluster_id string")
     links_df = spark.createDataFrame(links, "id1 string, id2 string, score double")
-    got, stats = consistency.consistent_clusters(comps_df, links_df, feats, PROFILE)
+    calls = []
+    real_fn = spark.createDataFrame
+
+    def spy(data, *a, **k):  # the driver path builds its result frame from the function's pandas output
+        calls.append(type(data).__name__)
+        return real_fn(data, *a, **k)
+
+    monkeypatch.setattr(spark, "createDataFrame", spy)
+    got, stats = consistency.consistent_clusters(comps_df, links_df, feats, PROFILE, local_max_references=local)
     got = {r["record_id"]: r["cluster_id"] for r in got.collect()}
+    monkeypatch.undo()
     assert stats["components_checked"] == 3
+    assert ("DataFrame" in calls) == (local == 27)
 
     fp = feats.toPandas()
     want = {}
