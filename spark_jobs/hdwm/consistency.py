@@ -268,7 +268,7 @@ def consistent_clusters(
 
     Returns:
         (DataFrame (``record_id``, ``cluster_id``) for every record of
-        ``comps`` except those of components above ``consistencyMaxComponent``, stats dict ``{components_checked, components_split,
+        ``comps`` except those of components above ``consistencyMaxComponent``, stats dict ``{components_checked,
         oversize_components}``). ``cluster_id`` is the smallest record id of
         the refined cluster.
     """
@@ -293,8 +293,7 @@ def consistent_clusters(
                     "at this mu; their references stay unassigned (largest %s references)",
                     oversize, cap, srow["largest"])
     if checked == 0:
-        return keep, {
-            "components_checked": 0, "components_split": 0, "oversize_components": oversize}
+        return keep, {"components_checked": 0, "oversize_components": oversize}
 
     fcols = [c for c in ("lead", "nums", "shared", "gstd", "street") if c in features.columns]
     mem = big.select("record_id", "cluster_id").join(features.select("record_id", *fcols), "record_id")
@@ -358,11 +357,9 @@ def consistent_clusters(
 
     if 0 < int(srow["checked_refs"] or 0) <= local_max_references:
         # a small iteration (a night of a registry run, FEBRL-sized inputs): one driver call
-        spark = comps.sparkSession
         out = fn(mem.toPandas(), e.toPandas())
-        refined = spark.createDataFrame(out if len(out) else [], CLUSTER_SCHEMA)
-        return keep.unionByName(refined), {"components_checked": checked, "oversize_components": oversize}
-    mem, e = bucket_of(mem), bucket_of(e)
-    refined = mem.groupBy("bucket").cogroup(e.groupBy("bucket")).applyInPandas(fn, CLUSTER_SCHEMA)
-    result = keep.unionByName(refined)
-    return result, {"components_checked": checked, "oversize_components": oversize}
+        refined = comps.sparkSession.createDataFrame(out if len(out) else [], CLUSTER_SCHEMA)
+    else:
+        mem, e = bucket_of(mem), bucket_of(e)
+        refined = mem.groupBy("bucket").cogroup(e.groupBy("bucket")).applyInPandas(fn, CLUSTER_SCHEMA)
+    return keep.unionByName(refined), {"components_checked": checked, "oversize_components": oversize}
