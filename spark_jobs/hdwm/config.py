@@ -274,6 +274,11 @@ class LinkageProfile(BaseModel):
     #: with ``registryNeighbourhood: scored``: members of one pooled entity scored against a night
     #: reference, best by key weight (≥ 1). Pool × members bounds the pairs scored per night reference.
     registryScoredMembers: int = Field(3, ge=1)
+    #: whether the neighbourhood rules see the tokens after the population's global correction
+    #: (DWM25; ``hdwm.incremental.candidate_references(correction=…)``), as the engine's blocking
+    #: does: a night reference with a misspelt name then shares its keys with the registry. Only
+    #: with ``runGlobalCorrection``. ``false``: raw tokens (the rule before session 13).
+    registryCorrectedTokens: bool = True
     #: when a night may split a registry entity (``hdwm.incremental.apply_split_policy``):
     #: ``engine`` – whenever the relink puts its members in several clusters;
     #: ``night_evidence`` – only when one of the parts joins a night reference or

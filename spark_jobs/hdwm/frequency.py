@@ -127,3 +127,20 @@ def apply_corrections(tokens: DataFrame, cmap: DataFrame, remove_duplicates: boo
     if remove_duplicates:
         arr = F.array_distinct(arr)
     return joined.select("record_id", arr.alias("tokens"))
+
+
+def corrected_frequencies(freq: DataFrame, cmap: DataFrame) -> DataFrame:
+    """Counts after global correction without the token lists: every raw
+    count of a corrected token moves to its replacement (DWM25).
+
+    Args:
+        freq: (``token``, ``freq``) raw counts; cmap: (``token``, ``replacement``)
+            ``correction_map`` of those counts.
+    Returns: (``token``, ``freq`` long). With ``removeDuplicateTokens`` a
+    reference holding both a token and its misspelling counts twice for the
+    replacement here, once in a recount of the corrected lists; the engine
+    has always used this form for population frequencies (``hdwm.pipeline``).
+    """
+    return (freq.join(cmap, "token", "left")
+            .select(F.coalesce("replacement", "token").alias("token"), "freq")
+            .groupBy("token").agg(F.sum("freq").cast("long").alias("freq")))

@@ -34,6 +34,11 @@ night's references and returns the next version:
    frequent-pair keys (``_shared_token_inputs``): the registry rows a night
    reads are those of its own tokens, and the candidates are the same as
    from the whole history's rows (benchmarks/README.md, "Stored tokens").
+   With ``registryCorrectedTokens`` (default) every rule works on the tokens
+   the engine blocks on: the population's correction map (DWM25 global
+   correction over registry + night counts) is computed once, corrects the
+   night's tokens and the registry rows as they are read, and is handed to
+   the engine so that it is not computed twice.
    Then every member of the entities the candidates belong to joins them
    (an entity above ``big_entity_warn`` members is logged as a warning), plus
    the entities named by human decisions the night could affect.
@@ -74,7 +79,7 @@ from pyspark.sql import functions as F
 
 from .blocking import blocking_tokens
 from .config import LinkageProfile, load_profile
-from .frequency import token_frequencies
+from .frequency import apply_corrections, corrected_frequencies, correction_map, token_frequencies
 from .progress import reporter
 from .spark import freeze as _freeze
 from .registry import (
@@ -128,10 +133,11 @@ def engine_supports(name: str) -> bool:
 
 def engine_link(spark: SparkSession, refs: DataFrame, profile: LinkageProfile, frequencies: DataFrame | None,
                 reference_count: int | None, must: DataFrame | None, cannot: DataFrame | None,
-                checkpoint_dir: str | None) -> tuple[DataFrame, dict, DataFrame]:
+                checkpoint_dir: str | None, correction: DataFrame | None = None) -> tuple[DataFrame, dict, DataFrame]:
     """Run the engine on ``refs`` (``ref_key``, ``text``[, ``truth_entity``]).
 
     Passes ``frequencies``/``reference_count``/``must_link``/``cannot_link``
+    (and ``correction``, the correction map of ``frequencies``, when given)
     to ``hdwm.pipeline.link_references`` (decision pairs restricted to keys in
     ``refs``). Returns (DataFrame(``ref_key``, ``cluster``, ``iteration``,
     ``mu``, ``quality``), engine metrics, the why-linked pairs
@@ -144,6 +150,8 @@ def engine_link(spark: SparkSession, refs: DataFrame, profile: LinkageProfile, f
     if frequencies is not None and engine_supports("frequencies"):
         kw["frequencies"] = frequencies
         kw["reference_count"] = int(reference_count) if reference_count is not None else None
+        if correction is not None and engine_supports("correction"):
+            kw["correction"] = correction
     keys = refs.select(F.col("ref_key").alias("k"))
     for name, pairs in (("must_link", must), ("cannot_link", cannot)):
         if pairs is not None and engine_supports(name):
@@ -696,9 +704,14 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
         "distinct_tokens": freq.count(), "beta": eff.beta, "sigma": eff.sigma}, time.time() - t0)
     t_stage = time.time()
 
-    # 2. candidate neighbourhood
+    # 2. candidate neighbourhood, on the tokens the engine will block on: corrected by the population's
+    # correction map (DWM25), computed once here and handed to the engine
+    cmap = None
+    if eff.runGlobalCorrection and eff.registryCorrectedTokens:
+        cmap = _freeze(correction_map(freq, eff))
     reg_tok, stored = registry_tokens(base, base_mem, profile)
-    cand = candidate_references(base_mem, night_tok, freq, eff, profile, neighbourhood, top_entities, reg_tok)
+    cand = candidate_references(base_mem, night_tok, freq, eff, profile, neighbourhood, top_entities, reg_tok,
+                                correction=cmap)
     cand_ents = cand.join(base_mem.select("ref_key", "entity_id"), "ref_key").select("entity_id")
     extra = _decision_entities(spark, base_mem, must, cannot)
     touched = cand_ents.unionByName(resent.select("entity_id"))
@@ -742,7 +755,8 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
             neigh.select("ref_key", "text", F.lit(None).cast("string").alias("truth_entity")))
     else:
         sub = night.select(*cols).unionByName(neigh.select(*cols))
-    clusters, emetrics, pairs = engine_link(spark, sub, profile, freq, n_total, must, cannot, checkpoint_dir)
+    clusters, emetrics, pairs = engine_link(spark, sub, profile, freq, n_total, must, cannot, checkpoint_dir,
+                                            correction=cmap)
     if followers is not None:
         clusters = follow_entities(clusters, neigh.select("ref_key", "entity_id"), followers)
     clusters, kept_whole = apply_split_policy(clusters, neigh_all.select("ref_key", "entity_id"),
@@ -856,7 +870,8 @@ def rebuild_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, 
 
 def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
                          profile: LinkageProfile, neighbourhood: str = "pair_key",
-                         top_entities: int = TOP_ENTITIES, reg_tok: DataFrame | None = None) -> DataFrame:
+                         top_entities: int = TOP_ENTITIES, reg_tok: DataFrame | None = None,
+                         correction: DataFrame | None = None) -> DataFrame:
     """Registry references that could share a block with a night reference.
 
     Args:
@@ -884,10 +899,24 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
         top_entities: with ``ranked`` or ``scored``, entities kept per night reference.
         reg_tok: the registry's tokens (``record_id`` = ref_key, ``tokens``;
             ``registry_tokens``); None: tokenised from ``base_mem``'s texts.
+        correction: optional (``token``, ``replacement``) correction map of
+            ``freq`` (``hdwm.frequency.correction_map``). Given, every rule
+            runs on corrected tokens and corrected counts, as the engine's
+            blocking and scoring do after its global correction (DWM25): a
+            night reference whose misspelt surname (SMTIH) is one edit from a
+            frequent one shares SMITH's keys with the registry, and a
+            registry reference written with the misspelling shares them too
+            (its stored tokens are raw; they are corrected as read). Without
+            it, raw tokens (the rule before session 13). Measured in
+            benchmarks/README.md ("Corrected tokens in the neighbourhood").
 
     Returns: DataFrame(``ref_key``) distinct.
     """
-    sh = _shared_token_inputs(base_mem, night_tok, freq, eff, profile, reg_tok)
+    if correction is not None:
+        night_tok = _freeze(apply_corrections(night_tok.select("record_id", "tokens"), correction,
+                                              profile.removeDuplicateTokens))
+        freq = _freeze(corrected_frequencies(freq, correction))
+    sh = _shared_token_inputs(base_mem, night_tok, freq, eff, profile, reg_tok, correction)
     night_bt, reg_tok, reg_bt = sh.night_bt, sh.reg_tok, sh.reg_bt
     if neighbourhood == "ranked":
         extra = _frequent_pair_matches(sh, night_tok, freq, eff)
@@ -896,7 +925,7 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
         extra = _frequent_pair_matches(sh, night_tok, freq, eff)
         return scored_candidates(night_bt, reg_bt, base_mem, night_tok, reg_tok, freq, eff,
                                  top_entities, extra, pool=profile.registryScoredPool,
-                                 members=profile.registryScoredMembers).distinct()
+                                 members=profile.registryScoredMembers, correction=correction).distinct()
     if neighbourhood in ("block_key", "pair_key") and eff.blockByPairs:
         def keys(bt):
             a = bt.select("ref_key", F.col("token").alias("t1"))
@@ -966,8 +995,16 @@ class SharedTokens:
 
 
 def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
-                         profile: LinkageProfile, reg_tok: DataFrame | None = None) -> SharedTokens:
+                         profile: LinkageProfile, reg_tok: DataFrame | None = None,
+                         correction: DataFrame | None = None) -> SharedTokens:
     """Compute ``SharedTokens`` (``reg_tok`` None: tokenise ``base_mem``'s texts).
+
+    With ``correction`` (``token``, ``replacement``; ``night_tok`` and ``freq``
+    already corrected by it) the registry's raw tokens are corrected as they
+    are read: the semi-join keeps a raw token when it, or its replacement, is
+    one the night can use, and ``reg_rows`` holds the replacement. A
+    replacement is never itself corrected (``maxFreqErrToken <
+    minFreqStdToken``), so the mapping is a function of the raw token.
 
     The registry's token lists are exploded once and cut, by a broadcast
     semi-join, to the tokens the night can use: its blocking tokens and the
@@ -989,9 +1026,16 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
         night_fp = _freeze(frequent_pair_candidates(night_tok.select("record_id", "tokens"), freq, eff))
         wanted = wanted.unionByName(night_fp.select(F.explode(F.split("block_key", " ")).alias("token")))
     wanted = _freeze(wanted.distinct())
-    reg_rows = _freeze(reg_tok.select(F.col("record_id").alias("ref_key"),
-                                      F.explode(F.array_distinct("tokens")).alias("token"))
-                       .join(F.broadcast(wanted), "token", "left_semi"))
+    exploded = reg_tok.select(F.col("record_id").alias("ref_key"), F.explode(F.array_distinct("tokens")).alias("token"))
+    if correction is None:
+        reg_rows = _freeze(exploded.join(F.broadcast(wanted), "token", "left_semi"))
+    else:
+        back = _freeze(correction.join(F.broadcast(wanted.withColumnRenamed("token", "replacement")),
+                                       "replacement", "left_semi").select("token", "replacement"))
+        raw = wanted.unionByName(back.select("token")).distinct()
+        reg_rows = _freeze(exploded.join(F.broadcast(raw), "token", "left_semi")
+                           .join(F.broadcast(back), "token", "left")
+                           .select("ref_key", F.coalesce("replacement", "token").alias("token")).distinct())
     reg_bt = reg_rows.join(night_bt.select("token", "freq").distinct(), "token")
     return SharedTokens(night_bt, reg_tok, reg_bt, reg_rows, night_fp)
 
@@ -1184,7 +1228,8 @@ SCORED_MEMBERS = LinkageProfile.model_fields["registryScoredMembers"].default
 def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFrame, night_tok: DataFrame,
                       reg_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
                       top_entities: int = TOP_ENTITIES, extra: DataFrame | None = None,
-                      pool: int = SCORED_POOL, members: int = SCORED_MEMBERS) -> DataFrame:
+                      pool: int = SCORED_POOL, members: int = SCORED_MEMBERS,
+                      correction: DataFrame | None = None) -> DataFrame:
     """The ``scored`` neighbourhood: the ``ranked`` pool re-ranked by the engine's
     own comparator.
 
@@ -1194,7 +1239,8 @@ def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     night reference by the profile's comparator (``hdwm.compare.score_pairs``
     on ``comparison_tokens`` with the night's frequencies and N – the same
     score, evidence vetoes included, that the engine's first iteration gives
-    the pair before token correction). An entity's score is its best member's.
+    the pair; after the population's token correction when ``correction`` is
+    given, as in the engine). An entity's score is its best member's.
     Entities scoring below the profile's starting threshold ``mu`` are dropped
     – the engine links no pair below ``mu`` – and the ``top_entities`` best
     by score are kept (ties: key weight, then the smaller entity id).
@@ -1211,7 +1257,11 @@ def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
 
     Args: as ``ranked_candidates``, plus ``night_tok`` / ``reg_tok``
     (``record_id`` = ref_key, ``tokens``) the night's and the registry's tokens,
-    ``freq`` (``token``, ``freq``) the frequencies after the night.
+    ``freq`` (``token``, ``freq``) the frequencies after the night, and
+    ``correction`` (``token``, ``replacement``): when given, ``night_tok`` and
+    ``freq`` are already corrected and the registry members scored are
+    corrected by it before their comparison tokens are built, so the score is
+    the engine's after its global correction.
 
     Returns: DataFrame(``ref_key``): one registry reference per kept entity.
 
@@ -1237,8 +1287,11 @@ def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     # comparison starts from one stored frame as the engine's does (hdwm.pipeline): plans mixing the
     # union or the Python UDF with these windows and joins failed under AQE, on night 7 of a 10-night
     # run and on night 30 of a 30-night run ("Can't zip RDDs with unequal numbers of partitions")
-    toks = _freeze(night_tok.select("record_id", "tokens").unionByName(reg_tok.select("record_id", "tokens"))
-                   .join(involved, "record_id", "left_semi"))
+    reg_part = reg_tok.select("record_id", "tokens").join(involved, "record_id", "left_semi")
+    if correction is not None:
+        reg_part = apply_corrections(reg_part, correction, eff.removeDuplicateTokens)
+    toks = _freeze(night_tok.select("record_id", "tokens").join(involved, "record_id", "left_semi")
+                   .unionByName(reg_part))
     ct = _freeze(comparison_tokens(toks, freq, eff, int(eff.referenceCount or 1)))
     scored = _freeze(score_pairs(pairs.select(F.col("night_key").alias("id1"), F.col("ref_key").alias("id2")),
                                  ct, eff))

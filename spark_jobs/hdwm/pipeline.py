@@ -62,7 +62,7 @@ from .closure import connected_components
 from .compare import comparison_tokens, score_pairs
 from .consistency import consistent_clusters
 from .config import LinkageProfile, load_profile
-from .frequency import apply_corrections, correction_map, token_frequencies
+from .frequency import apply_corrections, correction_map, corrected_frequencies, token_frequencies
 from .metrics import pairwise_metrics
 from .quality import cluster_quality
 from .spark import freeze as _freeze
@@ -457,13 +457,15 @@ def run_linkage(
     reference_count: int | None = None,
     must_link: DataFrame | None = None,
     cannot_link: DataFrame | None = None,
+    correction: DataFrame | None = None,
 ) -> tuple[DataFrame, dict]:
     """Run HDWM on ``refs`` and return ``(links_df, metrics)``.
 
     The same as ``link_references(...)`` without the pairs output.
     """
     res = link_references(spark, refs, profile, checkpoint_dir, frequencies=frequencies,
-                          reference_count=reference_count, must_link=must_link, cannot_link=cannot_link)
+                          reference_count=reference_count, must_link=must_link, cannot_link=cannot_link,
+                          correction=correction)
     return res.links, res.metrics
 
 
@@ -477,6 +479,7 @@ def link_references(
     reference_count: int | None = None,
     must_link: DataFrame | None = None,
     cannot_link: DataFrame | None = None,
+    correction: DataFrame | None = None,
 ) -> LinkageResult:
     """Run HDWM on ``refs``; returns ``LinkageResult(links, pairs, metrics)``.
 
@@ -501,6 +504,11 @@ def link_references(
             scoring 1.0 and is joined before any other link; a cannot-link
             pair scores 0.0 and two groups holding one are never joined
             (with ``clusterConsistency``; without it only the pair is vetoed).
+        correction: optional (``token``, ``replacement``) correction map of
+            ``frequencies`` (``hdwm.frequency.correction_map`` with the profile
+            made effective for ``reference_count``), when the caller already
+            computed it (``hdwm.incremental.link_night``); used instead of
+            computing the same map again. Only with ``frequencies``.
 
     Returns:
         links_df (schema ``LINKS_SCHEMA``, checkpointed) and a metrics dict with
@@ -510,7 +518,8 @@ def link_references(
         ``LinkageProfile.effective_summary``) and ``seconds``.
 
     Raises:
-        ValueError: ``refs`` lacks ``record_id``/``text`` or has duplicate record ids.
+        ValueError: ``refs`` lacks ``record_id``/``text`` or has duplicate record ids, or
+            ``correction`` is given without ``frequencies``.
         hdwm.config.ProfileError: invalid profile.
         hdwm.closure.ClosureDidNotConverge: connected components did not converge.
     """
@@ -519,6 +528,8 @@ def link_references(
     missing = {"record_id", "text"} - set(refs.columns)
     if missing:
         raise ValueError(f"refs lacks columns {sorted(missing)}")
+    if correction is not None and frequencies is None:
+        raise ValueError("correction is the correction map of the given frequencies: pass frequencies too")
     if checkpoint_dir:
         spark.sparkContext.setCheckpointDir(str(checkpoint_dir))
     clock = StageClock(spark)
@@ -557,7 +568,7 @@ def link_references(
                                               F.col("freq").cast("long").alias("freq")))
     if profile.runGlobalCorrection:
         with clock("correction"):
-            cmap = _freeze(correction_map(freq, profile))
+            cmap = _freeze(correction_map(freq, profile) if correction is None else correction)
             n_fix = cmap.count()
             if n_fix:
                 tokens = _freeze(apply_corrections(tokens, cmap, profile.removeDuplicateTokens))
@@ -565,11 +576,7 @@ def link_references(
                     freq = _freeze(token_frequencies(tokens))
                 else:
                     # corrected population counts: every raw count moves to its replacement
-                    freq = _freeze(
-                        freq.join(cmap, "token", "left")
-                        .select(F.coalesce("replacement", "token").alias("token"), "freq")
-                        .groupBy("token").agg(F.sum("freq").cast("long").alias("freq"))
-                    )
+                    freq = _freeze(corrected_frequencies(freq, cmap))
         _say(f"global correction: {n_fix} rare tokens replaced by a frequent token one edit away "
              f"({time.time() - t0:.1f}s since start)")
     with clock("tokens+frequencies"):

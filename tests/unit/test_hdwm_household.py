@@ -305,6 +305,16 @@ def test_engine_human_decisions_and_global_frequencies(spark, tmp_path):
     assert lab2["a"] == lab2["b"] != lab2["c"]
     with pytest.raises(ValueError, match="reference_count"):
         link_references(spark, df, PROFILE, str(tmp_path / "ck3"), frequencies=freq, reference_count=2)
+    # a caller that already has the population's correction map (a registry night) hands it over:
+    # the same links, and a map without the frequencies it was made from is refused
+    from hdwm.frequency import correction_map
+
+    cmap = correction_map(freq, load_profile(PROFILE).effective(3))
+    res3 = link_references(spark, df, PROFILE, str(tmp_path / "ck4"), frequencies=freq, reference_count=3,
+                           correction=cmap)
+    assert {r["record_id"]: r["cluster_id"] for r in res3.links.collect()} == lab2
+    with pytest.raises(ValueError, match="correction"):
+        link_references(spark, df, PROFILE, str(tmp_path / "ck5"), correction=cmap)
 
 
 def test_identifiers_of_different_shapes_do_not_conflict():

@@ -313,3 +313,35 @@ def test_followers_join_their_entitys_main_part(spark):
     tie = clusters.filter("ref_key != 'a|2'")
     got = {r.ref_key: r.cluster for r in follow_entities(tie, relinked.filter("ref_key != 'a|2'"), followers).collect()}
     assert got["a|8"] == "c1"
+
+
+def test_the_neighbourhood_sees_the_tokens_after_the_populations_correction(spark):
+    # the night writes SMTIH, the person's registry references SMITH and SMIHT: on raw tokens the
+    # night reference has one blocking token (ZELDA) and no key; after the population's correction
+    # (DWM25: a token held at most maxFreqErrToken times, one edit from a standard token) both sides
+    # hold SMITH, so they share the engine's pair key "SMITH ZELDA" – as the engine will block them
+    from hdwm.frequency import correction_map
+    from hdwm.incremental import candidate_references
+
+    registry = {"r|own": ("E1", ["ZELDA", "SMITH", "ELM"]), "r|typo": ("E2", ["ZELDA", "SMIHT", "ELM"])}
+    registry.update({f"r|s{i}": (f"S{i}", ["SMITH", f"OAK{i}X"]) for i in range(8)})   # SMITH: standard
+    registry.update({f"r|z{i}": (f"Z{i}", ["ZELDA", f"PINE{i}X"]) for i in range(3)})  # ZELDA alone: no key
+    night = {"n|1": ["ZELDA", "SMTIH"]}
+    counts: dict[str, int] = {}
+    for ts in [ts for _, ts in registry.values()] + list(night.values()):
+        for t in set(ts):
+            counts[t] = counts.get(t, 0) + 1
+    base_mem = spark.createDataFrame([(k, e, " ".join(ts)) for k, (e, ts) in registry.items()],
+                                     "ref_key string, entity_id string, text string")
+    rt = spark.createDataFrame([(k, ts) for k, (_, ts) in registry.items()], "record_id string, tokens array<string>")
+    nt = spark.createDataFrame(list(night.items()), "record_id string, tokens array<string>")
+    fq = spark.createDataFrame(list(counts.items()), "token string, freq long")
+    prof = load_profile("default")
+    eff = prof.effective(N)
+    cmap = correction_map(fq, eff)
+    assert sorted(map(tuple, cmap.collect())) == [("SMIHT", "SMITH"), ("SMTIH", "SMITH")]
+    for rule in ("pair_key", "scored"):
+        raw = candidate_references(base_mem, nt, fq, eff, prof, rule, 2, rt).collect()
+        fixed = candidate_references(base_mem, nt, fq, eff, prof, rule, 2, rt, correction=cmap).collect()
+        assert raw == [], rule
+        assert sorted(r.ref_key for r in fixed) == ["r|own", "r|typo"], rule
