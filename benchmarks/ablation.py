@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO / "spark_jobs"))
 #: rules replayed after blocking (profile switches)
 REPLAYED = ("clusterConsistency", "dateOfBirthConflictRule", "generationConflictRule", "commonGivenNameRule",
             "identifierConflictRule", "identifierMatchRule", "givenNameConflictRule", "identifyingAgreementRule",
-            "surnameConflictRule", "clusterSurnameRule")
+            "surnameConflictRule", "clusterSurnameRule", "clusterIdentifierRule")
 
 
 def dump(path: str, fmt: str, truth: str | None, profile):
@@ -88,7 +88,7 @@ def replay(feats, pairs, prof) -> dict[str, str]:
     import pandas as pd
 
     from hdwm.compare import score_with_profile
-    from hdwm.consistency import LINK, _surname_group_veto, regroup_component
+    from hdwm.consistency import LINK, group_veto, regroup_component
     from hdwm.evidence import conflicting
 
     scores = [(a, b, score_with_profile(feats[a][0], feats[a][1], feats[b][0], feats[b][1], prof,
@@ -132,7 +132,7 @@ def replay(feats, pairs, prof) -> dict[str, str]:
 
                 evf = pd.DataFrame({"record_id": mem, "lead": [e[0] for e in ev], "nums": [e[1] for e in ev],
                                     "street": [e[4] for e in ev]})
-                out = regroup_component(evf, ed, clash, _surname_group_veto(evf, prof))
+                out = regroup_component(evf, ed, clash, group_veto(evf, prof))
                 sub = defaultdict(list)
                 for r, c in out.items():
                     sub[c].append(r)

@@ -204,6 +204,10 @@ class LinkageProfile(BaseModel):
     #: surname are joined only when a cross pair ties them (a surname token, a
     #: long number or the street address agrees).
     clusterSurnameRule: bool = False
+    #: washline cluster-level evidence (``hdwm.consistency._identifier_group_veto``,
+    #: with clusterConsistency): two groups that each hold one identifier twice or
+    #: more (of one shape), with no identifier agreeing across them, stay apart.
+    clusterIdentifierRule: bool = False
     #: washline negative evidence: a pair whose identifier tokens (all-digit,
     #: ≥ identifierMinLen digits, not a YYYYMMDD date) all disagree, and whose
     #: given names do not agree, scores 0.

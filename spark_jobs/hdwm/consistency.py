@@ -16,7 +16,8 @@ reference of the other. Conflict = the pairwise veto of ``hdwm.evidence``
 (``conflicting``: given names, identifiers, dates of birth, generation
 suffixes; not surnames, see ``_member_conflict``) or a human cannot-link decision; with
 ``clusterSurnameRule`` two groups that disagree on the surname also need a tie
-(``_surname_group_veto``). Must-link decisions are joined
+(``_surname_group_veto``), and with ``clusterIdentifierRule`` two groups that
+each confirm a different identifier stay apart (``_identifier_group_veto``). Must-link decisions are joined
 first, unconditionally. This is the greedy approximation of correlation
 clustering with hard cannot-link constraints (Bansal, Blum & Chawla 2004;
 constrained clustering, Wagstaff et al. 2001); the result is a partition
@@ -239,6 +240,74 @@ def _surname_group_veto(members: pd.DataFrame, profile: LinkageProfile):
     return veto
 
 
+def _identifier_group_veto(members: pd.DataFrame, profile: LinkageProfile):
+    """``group_veto(ga, gb)`` on row positions of ``members`` for
+    ``clusterIdentifierRule``, else None.
+
+    Rule (washline): two groups are kept apart when each *confirms* an
+    identifier – the same identifier token (all-digit, at least
+    ``identifierMinLen`` digits, not a date: ``hdwm.evidence.is_date_like``)
+    held by two or more references of the group – the confirmed identifiers
+    of the two groups have one shape (``hdwm.evidence._comparable``: the same
+    number of digits, or one the suffix of the other), and no identifier of
+    one group agrees with any identifier of the other within
+    ``identifierMaxEdits`` edits.
+
+    Why: the pairwise ``identifierConflictRule`` is lifted when the given
+    names agree, because a single reference's identifier may be a typo or a
+    replaced value (FEBRL replaces a duplicate's SSN). An identifier written
+    the same way by two references of a group is neither; two groups that
+    confirm two different identifiers are two people of one given name – a
+    junior and a senior, two CHARLOTTEs bridged by a double-barrelled
+    surname, two LARRY BAUMSKIs in two states – however many weak links chain
+    them (error analysis of messy100k seed 2's largest clusters,
+    benchmarks/README.md, session 14). A person who changed a number that
+    moves with the address (a landline) keeps the others (an SSN, a mobile):
+    any agreeing identifier across the groups lifts the veto. Agreement on a
+    rare identifier dominates a Fellegi–Sunter match weight (Fellegi & Sunter
+    1969); two independent confirmations of different values dominate it
+    the other way.
+    """
+    if not getattr(profile, "clusterIdentifierRule", False):
+        return None
+    from .evidence import _comparable, _numbers_agree, is_date_like
+
+    ids = [[t for t in (x if x is not None else ()) if not is_date_like(t)] for x in members["nums"].tolist()]
+    k = profile.identifierMaxEdits
+
+    def confirmed(g: list[int]) -> set[str]:
+        seen: set[str] = set()
+        twice: set[str] = set()
+        for i in g:
+            for t in set(ids[i]):
+                (twice if t in seen else seen).add(t)
+        return twice
+
+    def veto(ga: list[int], gb: list[int]) -> bool:
+        ca = confirmed(ga) if len(ga) >= 2 else set()
+        cb = confirmed(gb) if len(gb) >= 2 else set()
+        if not ca or not cb or not _comparable(ca, cb):
+            return False
+        all_a = {t for i in ga for t in ids[i]}
+        all_b = {t for i in gb for t in ids[i]}
+        return not _numbers_agree(all_a, all_b, k)
+
+    return veto
+
+
+def group_veto(members: pd.DataFrame, profile: LinkageProfile):
+    """The cluster-level vetoes of the profile as one ``group_veto(ga, gb)``
+    for ``regroup`` (``_surname_group_veto``, ``_identifier_group_veto``), or
+    None when neither rule is on. Row positions of ``members``."""
+    vetoes = [v for v in (_surname_group_veto(members, profile), _identifier_group_veto(members, profile))
+              if v is not None]
+    if not vetoes:
+        return None
+    if len(vetoes) == 1:
+        return vetoes[0]
+    return lambda ga, gb: any(v(ga, gb) for v in vetoes)
+
+
 def consistent_clusters(
     comps: DataFrame,
     links: DataFrame,
@@ -335,7 +404,7 @@ def consistent_clusters(
         # milliseconds each: most of the stage at 100k references)
         mb = mb.sort_values(["cluster_id", "record_id"], kind="mergesort").reset_index(drop=True)
         conflict = _member_conflict(mb, profile)
-        veto = _surname_group_veto(mb, profile)
+        veto = group_veto(mb, profile)
         edges: dict[str, list[tuple]] = {}
         for cid, a, b, sc, k in zip(eb["cluster_id"].tolist(), eb["id1"].tolist(), eb["id2"].tolist(),
                                     eb["score"].tolist(), eb["kind"].tolist()):
