@@ -323,6 +323,32 @@ class DecisionsError(ValueError):
     """The decisions file is unreadable, malformed or contradicts itself."""
 
 
+def _check_field_counts(p: Path) -> None:
+    """Every record of ``p`` has as many fields as its header (blank lines aside).
+
+    Raises:
+        DecisionsError: naming the first record (by its first line) with another
+            count – an unquoted comma in ``note``, say. Without this check pandas
+            takes the extra leading field of such rows as the row index and every
+            column shifts by one (a wrong decision read, or a crash).
+        UnicodeDecodeError / csv.Error: bytes or quoting that no CSV reader takes
+            (the caller reports them as an unreadable CSV).
+    """
+    import csv
+
+    with p.open(newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None:
+            return
+        start = reader.line_num + 1
+        for row in reader:
+            if row and len(row) != len(header):
+                raise DecisionsError(f"{p}:{start}: {len(row)} fields, the header has {len(header)} "
+                                     f"(quote a value that holds a comma)")
+            start = reader.line_num + 1
+
+
 def read_decisions(spark: SparkSession, path: str | None) -> tuple[DataFrame | None, DataFrame | None]:
     """Read ``decisions.csv`` → (must_link, cannot_link) DataFrames(``id1``, ``id2``)
     of ref_keys with ``id1 < id2`` (None when absent or without such rows).
@@ -332,7 +358,8 @@ def read_decisions(spark: SparkSession, path: str | None) -> tuple[DataFrame | N
     (``decided_at``, then file order) for a pair wins, so a decision can be revised.
 
     Raises:
-        DecisionsError: missing columns, an unknown decision, a bad source name,
+        DecisionsError: a record with another number of fields than the header,
+            missing columns, an unknown decision, a bad source name,
             an empty id, or a cannot-link pair whose references are joined by
             must-link decisions (a contradiction).
     """
@@ -344,7 +371,10 @@ def read_decisions(spark: SparkSession, path: str | None) -> tuple[DataFrame | N
     if not p.is_file():
         raise DecisionsError(f"decisions file {path} does not exist")
     try:
+        _check_field_counts(p)
         df = pd.read_csv(p, dtype=str, keep_default_na=False)
+    except DecisionsError:
+        raise
     except Exception as exc:  # pandas raises several parser errors
         raise DecisionsError(f"decisions file {path} is not a readable CSV: {exc}") from exc
     missing = [c for c in DECISIONS_COLUMNS[:5] if c not in df.columns]

@@ -473,6 +473,8 @@ def rebuild(spark: SparkSession, registry, ds: str, out: str, profile_name: str 
 
     Raises:
         RegistryError: version ``ds`` missing/incomplete, or ``publish_as_version`` ≤ ``ds``.
+        RegistryOrderError: ``publish_as_version`` given while a version after ``ds``
+            is published (the rebuild would rewrite published history).
     """
     from .config import load_profile
     from .incremental import assign_and_build, enforce_decisions, read_decisions, engine_link, raw_frequencies
@@ -481,6 +483,15 @@ def rebuild(spark: SparkSession, registry, ds: str, out: str, profile_name: str 
     t0 = time.time()
     if publish_as_version is not None and not (DS_PATTERN.match(publish_as_version) and publish_as_version > ds):
         raise RegistryError(f"--publish-as-version must be a date after {ds}, got {publish_as_version!r}")
+    if publish_as_version is not None:
+        # the rebuild becomes the next version: it must start from the latest published one, or it
+        # would drop (or overwrite) the nights published after ``ds`` and fork the registry
+        later = [q for q in versions(registry) if q > ds and is_published(registry, q)]
+        if later:
+            raise RegistryOrderError(
+                f"--publish-as-version {publish_as_version}: version {ds} is not the latest published one "
+                f"({later[-1]} is published after it); rebuild --ds {later[-1]} instead, so that no published "
+                f"night is rewritten")
     profile = load_profile(profile_name)
     base = read_version(spark, registry, ds)
     mem = base.members.withColumn("ref_key", ref_key_col()).localCheckpoint(eager=True)
@@ -540,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report = rebuild(spark, a.registry, a.ds, a.out, a.profile, a.decisions, a.publish_as_version,
                          a.checkpoint_dir)
-    except (RegistryError, ProfileError, ValueError) as exc:
+    except (RegistryError, RegistryOrderError, ProfileError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(report, indent=2))

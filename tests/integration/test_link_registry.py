@@ -401,6 +401,23 @@ def test_full_rebuild_reports_and_publishes_as_version(spark, nights, tmp_path):
         assert _ids(reg, "2024-01-06") == _ids(reg, "2024-01-03") and ch.empty
     with pytest.raises(RegistryError, match="after 2024-01-03"):
         rebuild(spark, str(reg), "2024-01-03", str(tmp_path / "rb2"), publish_as_version="2024-01-03")
+    # once a later version is published, a rebuild of an older one may not become a version: it would
+    # rewrite (or leave out) the published nights after it (a copy, so the other tests keep their lake)
+    import shutil
+
+    from hdwm.registry import RegistryOrderError
+
+    copy = tmp_path / "entities"
+    shutil.copytree(reg, copy)
+    _publish(copy, "2024-01-06")
+    before = _members(copy, "2024-01-06")
+    for target in ("2024-01-06", "2024-01-07", "2024-01-05"):
+        with pytest.raises(RegistryOrderError, match="2024-01-06 is published after it"):
+            rebuild(spark, str(copy), "2024-01-03", str(tmp_path / "rb3"), publish_as_version=target)
+    assert (copy / "ds=2024-01-06" / "_PUBLISHED.json").is_file()
+    pd.testing.assert_frame_equal(_members(copy, "2024-01-06"), before)
+    assert main(["rebuild", "--registry", str(copy), "--ds", "2024-01-03", "--out", str(tmp_path / "rb4"),
+                 "--publish-as-version", "2024-01-07"]) == 2
     assert main(["rebuild", "--registry", str(reg), "--ds", "2024-1-3", "--out", str(tmp_path / "x")]) == 2
 
 

@@ -54,6 +54,25 @@ def test_decisions_file(spark, tmp_path):
         read_decisions(spark, str(tmp_path / "nope.csv"))
 
 
+def test_a_decisions_row_with_an_unquoted_comma_is_refused_by_its_line(spark, tmp_path):
+    """One field too many (``note`` holds an unquoted comma): pandas would take the extra leading
+    field as the row index and shift every column; the reader names the line instead."""
+    head = "source_a,record_id_a,source_b,record_id_b,decision,decided_by,decided_at,note\n"
+    bad = tmp_path / "decisions.csv"
+    bad.write_text(head + "crm,1,crm,2,must_link,ann,2024-01-01,ok\n\ncrm,3,crm,4,must_link,ann,2024-01-01,a, b\n")
+    with pytest.raises(DecisionsError, match=r"decisions.csv:4: 9 fields, the header has 8"):
+        read_decisions(spark, str(bad))
+    bad.write_text(head + "crm,1,crm,2,must_link,ann\n")  # a short row
+    with pytest.raises(DecisionsError, match=r":2: 6 fields"):
+        read_decisions(spark, str(bad))
+    # a quoted comma, and a note over two lines, are one field each
+    good = tmp_path / "good.csv"
+    good.write_text(head + 'crm,1,crm,2,must_link,ann,2024-01-01,"a, b"\ncrm,3,crm,4,cannot_link,ann,2024-01-01,"x\ny"\n')
+    must, cannot = read_decisions(spark, str(good))
+    assert [tuple(r) for r in must.collect()] == [("crm|1", "crm|2")]
+    assert [tuple(r) for r in cannot.collect()] == [("crm|3", "crm|4")]
+
+
 def test_write_version_replaces_whole_folder(spark, tmp_path):
     reg = tmp_path / "entities"
     e = empty_version(spark)
