@@ -256,6 +256,22 @@ def _input_dates(curated_root: Path | None, landing: Path | None) -> set[str]:
     return dates
 
 
+def _linked_in_isolation(curated_root: Path | None, p: str) -> bool:
+    """Date ``p``'s last link ran without the registry (``entity_registry=false``):
+    its ``lake/linked/<p>/metrics.json`` (beside ``curated_root``) is that date's
+    and says ``"registry": null``. Such a night never enters the registry, so it
+    is not a date the registry waits for; without this every later registry
+    night was refused (break-it pass, session 14)."""
+    if curated_root is None:
+        return False
+    try:
+        payload = json.loads((curated_root.parent / "linked" / p / "metrics.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(payload, dict) and payload.get("ds") == p and "registry" in payload \
+        and payload["registry"] is None
+
+
 def resolve_base(registry, ds: str, curated_root: str | os.PathLike | None = None,
                  landing: str | os.PathLike | None = None) -> str | None:
     """The published version night ``ds`` links against (None = empty registry).
@@ -270,7 +286,9 @@ def resolve_base(registry, ds: str, curated_root: str | os.PathLike | None = Non
         RegistryOrderError: a published date after ``ds`` exists ("ds <d> is
             before the published ds <q>: ..."), or a date between the base and
             ``ds`` has inputs but was neither published nor rejected ("ds <d>:
-            the previous date <p> has not been published yet ...").
+            the previous date <p> has not been published yet ..."). A date
+            whose last link ran without the registry (``_linked_in_isolation``)
+            is not waited for.
     """
     cr = Path(curated_root) if curated_root is not None else None
     ld = Path(landing) if landing is not None else None
@@ -291,7 +309,7 @@ def resolve_base(registry, ds: str, curated_root: str | os.PathLike | None = Non
         d = version_dir(registry, p)
         if (d / PUBLISHED).is_file() or (d / REJECTED).is_file():
             continue
-        if _pending_inputs(p, cr, ld):
+        if _pending_inputs(p, cr, ld) and not _linked_in_isolation(cr, p):
             pending.append(p)
     if pending:
         p = pending[0]

@@ -102,3 +102,25 @@ def test_a_published_version_is_moved_aside_while_its_date_is_linked_again(lake)
     (reg / "ds=2024-01-02" / "_PUBLISHED.json").write_text("{}")
     assert stash_published(reg, "2024-01-02") == st and not (st / "members" / "first").exists()
     assert stash_published(reg, "2024-01-09") is None  # nothing to keep
+
+
+def test_a_night_linked_without_the_registry_is_not_waited_for(lake):
+    """``entity_registry=false`` leaves a curated slice and a link output whose metrics say
+    ``"registry": null``, and no registry version or marker: the next registry night links
+    against the last published version (break-it pass, session 14: it was refused for ever)."""
+    reg, cur = lake
+    _version(reg, "2024-01-01", "PUBLISHED")
+    (cur / "2024-01-02").mkdir()
+    linked = cur.parent / "linked" / "2024-01-02"
+    linked.mkdir(parents=True)
+    (linked / "metrics.json").write_text(json.dumps({"ds": "2024-01-02", "registry": None}))
+    assert resolve_base(reg, "2024-01-03", cur) == "2024-01-01"
+    # a link output of another date, without the field, or unreadable, proves nothing: still pending
+    for body in (json.dumps({"ds": "2024-01-09", "registry": None}), json.dumps({"ds": "2024-01-02"}), "{not json"):
+        (linked / "metrics.json").write_text(body)
+        with pytest.raises(RegistryOrderError, match="previous date 2024-01-02"):
+            resolve_base(reg, "2024-01-03", cur)
+    # a registry link of the date (counts in "registry") is waited for until it is published or rejected
+    (linked / "metrics.json").write_text(json.dumps({"ds": "2024-01-02", "registry": {"merges": 0}}))
+    with pytest.raises(RegistryOrderError, match="previous date 2024-01-02"):
+        resolve_base(reg, "2024-01-03", cur)
