@@ -323,6 +323,33 @@ class DecisionsError(ValueError):
     """The decisions file is unreadable, malformed or contradicts itself."""
 
 
+def _decided_at(path, value: str):
+    """``decided_at`` as an aware UTC datetime for "the latest decision wins"
+    (empty: the earliest possible, so any dated row of the pair wins over it).
+
+    ISO 8601 only (``YYYY-MM-DD``, optionally ``THH:MM[:SS[.f]]`` and ``Z`` or an
+    offset; a time without an offset is UTC), as the review page exports it:
+    compared as text, ``2025-1-9`` came after ``2025-01-10`` and a spreadsheet's
+    ``09/01/2025`` has no unambiguous reading at all (break-it pass, session 14).
+
+    Raises:
+        DecisionsError: a value that is not such a date.
+    """
+    from datetime import datetime, timezone
+
+    v = (value or "").strip()
+    if not v:
+        return datetime.min.replace(tzinfo=timezone.utc)
+    try:
+        t = datetime.fromisoformat(v[:-1] + "+00:00" if v.endswith(("Z", "z")) else v)
+    except ValueError:
+        t = None
+    if t is None or not (len(v) >= 10 and v[4] == "-" and v[7] == "-"):
+        raise DecisionsError(f"decisions file {path}: decided_at {value!r} is not an ISO 8601 date or timestamp "
+                             f"(YYYY-MM-DD, optionally THH:MM[:SS] and Z or an offset)")
+    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
+
+
 def _check_field_counts(p: Path) -> None:
     """Every record of ``p`` has as many fields as its header (blank lines aside).
 
@@ -355,10 +382,12 @@ def read_decisions(spark: SparkSession, path: str | None) -> tuple[DataFrame | N
 
     Columns: ``source_a,record_id_a,source_b,record_id_b,decision,decided_by,decided_at,note``;
     ``decision`` is ``must_link`` or ``cannot_link``. The latest row
-    (``decided_at``, then file order) for a pair wins, so a decision can be revised.
+    (``decided_at`` as an ISO 8601 date or timestamp, ``_decided_at``; then file
+    order) for a pair wins, so a decision can be revised.
 
     Raises:
         DecisionsError: a record with another number of fields than the header,
+            a ``decided_at`` that is not ISO 8601,
             missing columns, an unknown decision, a bad source name,
             an empty id, or a cannot-link pair whose references are joined by
             must-link decisions (a contradiction).
@@ -400,8 +429,7 @@ def read_decisions(spark: SparkSession, path: str | None) -> tuple[DataFrame | N
     df["id2"] = [max(a, b) for a, b in zip(ka, kb)]
     df = df[df["id1"] != df["id2"]]
     df["_order"] = range(len(df))
-    at = df["decided_at"] if "decided_at" in df.columns else ""
-    df["_at"] = at
+    df["_at"] = [_decided_at(path, v) for v in (df["decided_at"] if "decided_at" in df.columns else [""] * len(df))]
     df = df.sort_values(["_at", "_order"]).drop_duplicates(["id1", "id2"], keep="last")
     must = df[df["decision"] == "must_link"][["id1", "id2"]]
     cannot = df[df["decision"] == "cannot_link"][["id1", "id2"]]

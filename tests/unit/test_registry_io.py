@@ -45,13 +45,33 @@ def test_decisions_file(spark, tmp_path):
     bad = tmp_path / "bad.csv"
     for body, msg in (("crm,1,crm,2,maybe,x,y,z\n", "must_link or cannot_link"),
                       ("c rm,1,crm,2,must_link,x,y,z\n", "not \\[A-Za-z0-9_-\\]"),
-                      ("crm,1,crm,2,must_link,x,1,\ncrm,2,crm,3,must_link,x,1,\ncrm,1,crm,3,cannot_link,x,1,\n",
+                      ("crm,1,crm,2,must_link,x,2024-01-01,\ncrm,2,crm,3,must_link,x,2024-01-01,\n"
+                       "crm,1,crm,3,cannot_link,x,2024-01-01,\n",
                        "contradicts")):
         bad.write_text("source_a,record_id_a,source_b,record_id_b,decision,decided_by,decided_at,note\n" + body)
         with pytest.raises(DecisionsError, match=msg):
             read_decisions(spark, str(bad))
     with pytest.raises(DecisionsError, match="does not exist"):
         read_decisions(spark, str(tmp_path / "nope.csv"))
+
+
+def test_the_latest_decided_at_wins_as_a_time_not_as_text(spark, tmp_path):
+    head = "source_a,record_id_a,source_b,record_id_b,decision,decided_by,decided_at,note\n"
+    p = tmp_path / "decisions.csv"
+    # 10:00 at +02:00 is 08:00 UTC, before 09:30 (UTC, no offset): the cannot_link is the later one
+    p.write_text(head + "crm,1,crm,2,cannot_link,ann,2025-01-09 09:30,\n"
+                        "crm,1,crm,2,must_link,bob,2025-01-09T10:00:00+02:00,\n"
+                        "crm,3,crm,4,must_link,ann,2025-01-09,\n"
+                        "crm,3,crm,4,cannot_link,bob,2025-01-10T00:00:00Z,\n"
+                        "crm,5,crm,6,must_link,bob,,undated\n"
+                        "crm,5,crm,6,cannot_link,bob,2025-01-01,\n")
+    must, cannot = read_decisions(spark, str(p))
+    assert must is None
+    assert sorted(tuple(r) for r in cannot.collect()) == [("crm|1", "crm|2"), ("crm|3", "crm|4"), ("crm|5", "crm|6")]
+    for bad in ("2025-1-9", "09/01/2025 10:00", "yesterday"):
+        p.write_text(head + f"crm,1,crm,2,must_link,ann,{bad},\n")
+        with pytest.raises(DecisionsError, match="is not an ISO 8601 date"):
+            read_decisions(spark, str(p))
 
 
 def test_a_decisions_row_with_an_unquoted_comma_is_refused_by_its_line(spark, tmp_path):
