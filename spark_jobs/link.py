@@ -246,6 +246,10 @@ def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, reg
     crow = refs.agg(F.count(F.lit(1)).alias("n"), F.countDistinct("ref_key").alias("d"),
                     F.countDistinct("record_id").alias("r"), F.countDistinct("source").alias("s")).first()
     if crow["n"] != crow["d"]:
+        nulls = refs.filter(F.col("record_id").isNull() | F.col("source").isNull()).count()
+        if nulls:
+            raise LinkInputError(f"{curated}: {nulls} of {crow['n']} rows have no record_id or no source "
+                                 f"(a reference is keyed by both; cleansing quarantines such rows)")
         dup = (refs.groupBy("source", "record_id").count().filter("count > 1").limit(3).collect())
         shown = ", ".join(f"{r.source}/{r.record_id}" for r in dup)
         raise LinkInputError(f"{curated}: (source, record_id) is not unique: {crow['n']} rows, {crow['d']} distinct "

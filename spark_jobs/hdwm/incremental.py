@@ -354,7 +354,9 @@ def _check_field_counts(p: Path) -> None:
     """Every record of ``p`` has as many fields as its header (blank lines aside).
 
     Raises:
-        DecisionsError: naming the first record (by its first line) with another
+        DecisionsError: an empty file (not even a header), a header naming a
+            column twice (pandas would read the second as ``decision.1`` and
+            use the first silently), or naming the first record (by its first line) with another
             count – an unquoted comma in ``note``, say. Without this check pandas
             takes the extra leading field of such rows as the row index and every
             column shifts by one (a wrong decision read, or a crash).
@@ -367,7 +369,12 @@ def _check_field_counts(p: Path) -> None:
         reader = csv.reader(fh)
         header = next(reader, None)
         if header is None:
-            return
+            raise DecisionsError(f"decisions file {p} is empty: it needs at least the header "
+                                 f"{','.join(DECISIONS_COLUMNS)} (a header alone means no decisions)")
+        seen = [c.strip() for c in header]
+        twice = sorted({c for c in seen if seen.count(c) > 1})
+        if twice:
+            raise DecisionsError(f"decisions file {p}: column(s) {twice} appear more than once in the header")
         start = reader.line_num + 1
         for row in reader:
             if row and len(row) != len(header):
@@ -386,7 +393,8 @@ def read_decisions(spark: SparkSession, path: str | None) -> tuple[DataFrame | N
     order) for a pair wins, so a decision can be revised.
 
     Raises:
-        DecisionsError: a record with another number of fields than the header,
+        DecisionsError: an empty file, a header with a repeated column,
+            a record with another number of fields than the header,
             a ``decided_at`` that is not ISO 8601,
             missing columns, an unknown decision, a bad source name,
             an empty id, or a cannot-link pair whose references are joined by
@@ -487,6 +495,11 @@ def enforce_decisions(clusters: DataFrame, must: DataFrame | None, cannot: DataF
         return clusters
     kdf = spark.createDataFrame([(k,) for k in keys], "ref_key string")
     where = {r.ref_key: r.cluster for r in lab.join(kdf, "ref_key", "left_semi").collect()}
+    absent = sorted(k for k in keys if k not in where)
+    if absent:
+        n_pairs = sum(1 for p in must_pairs + cannot_pairs if p[0] not in where or p[1] not in where)
+        _say(f"{n_pairs} decision pair(s) name {len(absent)} reference(s) not linked yet "
+             f"(e.g. {absent[0]}); they take effect on the night those references arrive")
     must_pairs = [(a, b) for a, b in must_pairs if a in where and b in where]
     # 1. must-link: union the clusters
     croot = _union_find([(where[a], where[b]) for a, b in must_pairs if where[a] != where[b]])

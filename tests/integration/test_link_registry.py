@@ -360,11 +360,13 @@ def test_two_sources_may_reuse_record_ids_without_registry(spark, tmp_path):
 
 def test_bad_source_name_and_duplicates_exit_2(spark, tmp_path):
     link = _link_module()
-    for name, src, ids in (("bad", "we b", ["a", "b"]), ("dup", "crm", ["a", "a"])):
+    expected = {"bad": "source names must match", "dup": "not unique",
+                "null": r"1 of 2 rows have no record_id or no source"}
+    for name, src, ids in (("bad", "we b", ["a", "b"]), ("dup", "crm", ["a", "a"]), ("null", "crm", ["a", None])):
         pdf = pd.DataFrame({"record_id": ids, "source": src, "given_name": ["X", "Y"]})
         cur = tmp_path / name / "2024-01-01"
-        spark.createDataFrame(pdf).write.parquet(str(cur))
-        with pytest.raises(link.LinkInputError, match="source names must match" if name == "bad" else "not unique"):
+        spark.createDataFrame(pdf, "record_id string, source string, given_name string").write.parquet(str(cur))
+        with pytest.raises(link.LinkInputError, match=expected[name]):
             link.run(str(cur), str(tmp_path / f"o{name}"), "2024-01-01", "default", spark=spark, decisions="")
 
 

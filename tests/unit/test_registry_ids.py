@@ -80,7 +80,7 @@ def test_rerun_is_identical(spark):
     assert _run(spark, *args) == _run(spark, *args)
 
 
-def test_enforce_decisions_merge_and_split(spark):
+def test_enforce_decisions_merge_and_split(spark, capsys):
     c = spark.createDataFrame([("s|1", "A"), ("s|2", "A"), ("s|3", "A"), ("s|4", "B"), ("s|5", "C")],
                               "ref_key string, cluster string")
     must = spark.createDataFrame([("s|4", "s|5")], "id1 string, id2 string")
@@ -89,6 +89,8 @@ def test_enforce_decisions_merge_and_split(spark):
     assert out["s|4"] == out["s|5"]  # must-link merged B and C
     assert out["s|1"] == out["s|2"] and out["s|3"] != out["s|1"]  # cannot-link detached the larger key
     assert enforce_decisions(c, None, None) is c
+    # s|99 is not linked yet: the pair waits for it, and the log says so
+    assert "1 decision pair(s) name 1 reference(s) not linked yet (e.g. s|99)" in capsys.readouterr().err
 
 
 def test_enforce_cannot_link_moves_must_link_group(spark):

@@ -93,6 +93,21 @@ def test_a_decisions_row_with_an_unquoted_comma_is_refused_by_its_line(spark, tm
     assert [tuple(r) for r in cannot.collect()] == [("crm|3", "crm|4")]
 
 
+def test_an_empty_decisions_file_or_a_repeated_column_is_refused(spark, tmp_path):
+    """A zero-byte file (a truncated export) has no header to say what it holds; a header naming
+    ``decision`` twice made pandas read the second as ``decision.1`` and use the first silently."""
+    f = tmp_path / "decisions.csv"
+    f.write_bytes(b"")
+    with pytest.raises(DecisionsError, match=r"is empty: it needs at least the header source_a,"):
+        read_decisions(spark, str(f))
+    f.write_text("source_a,record_id_a,source_b,record_id_b,decision,decided_by,decided_at,decision\n"
+                 "crm,1,crm,2,must_link,ann,2024-01-01,cannot_link\n")
+    with pytest.raises(DecisionsError, match=r"\['decision'\] appear more than once"):
+        read_decisions(spark, str(f))
+    f.write_text("source_a,record_id_a,source_b,record_id_b,decision,decided_by,decided_at,note\n")
+    assert read_decisions(spark, str(f)) == (None, None)  # a header alone: no decisions
+
+
 def test_write_version_replaces_whole_folder(spark, tmp_path):
     reg = tmp_path / "entities"
     e = empty_version(spark)
