@@ -173,6 +173,9 @@ def main(argv=None) -> int:
     ap.add_argument("--on", action="append", default=[], help="profile switch on for the whole table (repeatable)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=INT",
                     help="integer profile setting for the whole table, e.g. frequentPairMaxBlock=0 (repeatable)")
+    ap.add_argument("--compare", action="append", default=[], metavar="KEY=VALUE",
+                    help="replay only 'profile as is' and one row per KEY=VALUE (a replayed setting; "
+                         "true/false, an integer or a word), e.g. givenNameConflictLift=identifier (repeatable)")
     a = ap.parse_args(argv)
     from hdwm.config import load_profile
 
@@ -189,6 +192,12 @@ def main(argv=None) -> int:
     on = [r for r in REPLAYED if getattr(eff, r)]
     variants = [("profile as is", {})] + [(f"without {r}", {r: False}) for r in on]
     variants += [(f"with {r}", {r: True}) for r in REPLAYED if r not in on]
+    if a.compare:
+        def _value(v: str):
+            return {"true": True, "false": False}.get(v.lower(), int(v) if v.lstrip("-").isdigit() else v)
+
+        variants = [("profile as is", {})] + [
+            (kv, {k: _value(v)}) for kv in a.compare for k, v in [kv.split("=", 1)]]
     print(f"input {a.input} ({n} references, {len(pairs)} candidate pairs; off for all rows: {a.off or 'none'}, "
           f"on: {a.on or 'none'}, set: {a.set or 'none'})\n")
     print("| variant | P | R | F1 | predicted pairs | largest cluster |\n|---|---|---|---|---|---|")

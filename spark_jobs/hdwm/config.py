@@ -195,6 +195,14 @@ class LinkageProfile(BaseModel):
     #: washline negative evidence (``hdwm.evidence``): a pair whose given
     #: names conflict, with no long number (identifier/date) agreeing, scores 0.
     givenNameConflictRule: bool = False
+    #: washline: what lifts a given-name conflict (``hdwm.evidence.conflicting``):
+    #: ``number`` = any long number, identifier or date, within identifierMaxEdits
+    #: edits; ``identifier`` = an identifier (not a YYYYMMDD date) within
+    #: identifierMaxEdits edits; ``exact_identifier`` = an identifier equal on
+    #: both sides. Twins share a date of birth and often hold consecutive SSNs, a
+    #: junior's SSN may be a digit or two off his father's: under ``number`` each
+    #: lifts the veto between two household members of different given names.
+    givenNameConflictLift: Literal["number", "identifier", "exact_identifier"] = "number"
     #: washline negative evidence: the name tokens after the given name of
     #: two references all disagree (``hdwm.evidence.surname_conflict``), with
     #: no long number (within identifierMaxEdits edits) agreeing, scores 0.

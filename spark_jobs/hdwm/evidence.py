@@ -228,6 +228,27 @@ def _numbers_agree(a, b, max_edits: int) -> bool:
     return any(_number_pair_agrees(x, y, max_edits) for x in a for y in b)
 
 
+def _given_conflict_lifted(na, nb, max_edits: int, mode: str) -> bool:
+    """Does a long number shared by two references lift their given-name conflict?
+
+    ``mode`` is the profile's ``givenNameConflictLift``: ``number`` – any two
+    long numbers (identifiers or dates) within ``max_edits`` edits;
+    ``identifier`` – two identifiers (not ``YYYYMMDD`` dates) within
+    ``max_edits`` edits; ``exact_identifier`` – one identifier held by both.
+    """
+    if not (na and nb):
+        return False
+    if mode == "number":
+        return _numbers_agree(na, nb, max_edits)
+    ia = [t for t in na if not is_date_like(t)]
+    ib = [t for t in nb if not is_date_like(t)]
+    if not (ia and ib):
+        return False
+    if mode == "exact_identifier":
+        return bool(set(ia) & set(ib))
+    return _numbers_agree(ia, ib, max_edits)
+
+
 def _comparable(a, b) -> bool:
     """Two identifier lists hold numbers of one shape (the same number of
     digits, or one number the suffix of the other: a phone with or without
@@ -463,14 +484,16 @@ def conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, shared_b
             na = [t for t in na if t not in shared]
             nb = [t for t in nb if t not in shared]
     k = profile.identifierMaxEdits
-    name_conflict = profile.givenNameConflictRule and (
+    given_conflict = profile.givenNameConflictRule and (
         given_name_conflict(lead_a, lead_b, profile.givenNameMinSimilarity)
         or (getattr(profile, "commonGivenNameRule", False)
             and common_given_name_conflict(lead_a, lead_b, std_a, std_b, profile.givenNameMinSimilarity))
     )
-    if getattr(profile, "surnameConflictRule", False) and not name_conflict:
-        name_conflict = surname_conflict(lead_a, lead_b) and not same_street(street_a, street_b)
-    if name_conflict and not (na and nb and _numbers_agree(na, nb, k)):
+    if given_conflict and not _given_conflict_lifted(na, nb, k, getattr(profile, "givenNameConflictLift", "number")):
+        return True
+    if (getattr(profile, "surnameConflictRule", False) and not given_conflict
+            and surname_conflict(lead_a, lead_b) and not same_street(street_a, street_b)
+            and not (na and nb and _numbers_agree(na, nb, k))):
         return True
     if getattr(profile, "generationConflictRule", False) and generation_conflict(lead_a, lead_b):
         return True

@@ -154,6 +154,37 @@ def test_conflict_and_match_rules():
     assert given_names_agree(["BOB"], ["ROBERT"]) and not given_names_agree(["B"], ["BOB"])
 
 
+@pytest.mark.parametrize(
+    "mode, shared_date, ssn_one_edit, ssn_equal",
+    [
+        # (lifted by a shared date of birth, by SSNs one digit apart, by one equal SSN)
+        ("number", True, True, True),
+        ("identifier", False, True, True),
+        ("exact_identifier", False, False, True),
+    ],
+)
+def test_what_lifts_a_given_name_conflict(mode, shared_date, ssn_one_edit, ssn_equal):
+    class P(_P):
+        givenNameConflictLift = mode
+        identifierConflictRule = False  # only the given-name veto decides here
+
+    p = P()
+    # twins: other given names, one date of birth
+    assert conflicting(["SABRINA", "GUZMAN"], ["20040627"], ["MELISSA", "GUZMAN"], ["20040627"], p) is not shared_date
+    # twins with consecutive SSNs
+    assert conflicting(["SABRINA", "GUZMAN"], ["50252286"], ["MELISSA", "GUZMAN"], ["50252287"], p) is not ssn_one_edit
+    # one SSN held by both (an alias, or FEBRL's replaced given name)
+    assert conflicting(["SABRINA", "GUZMAN"], ["50252286"], ["MELISSA", "GUZMAN"], ["50252286"], p) is not ssn_equal
+    # no number on one side: never lifted
+    assert conflicting(["SABRINA", "GUZMAN"], ["50252286"], ["MELISSA", "GUZMAN"], [], p)
+
+
+def test_the_given_name_conflict_lift_is_validated():
+    assert LinkageProfile(givenNameConflictLift="identifier").givenNameConflictLift == "identifier"
+    with pytest.raises(Exception):
+        LinkageProfile(givenNameConflictLift="phone")
+
+
 def test_rules_off_decide_nothing():
     class Off(_P):
         givenNameConflictRule = identifierConflictRule = identifierMatchRule = False
