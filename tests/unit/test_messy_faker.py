@@ -2,8 +2,8 @@
 determinism, the DWM layout read by the product's reader, truth consistency, households that share
 surnames and addresses.
 
-Faker is a benchmark dependency (benchmarks/requirements.txt), not a product one: without it these
-tests are skipped."""
+Faker is a development and benchmark dependency (requirements-dev.txt, benchmarks/requirements.txt), not a
+product one: `make test` runs these tests; a venv without it skips them."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("faker", reason="faker is not installed here (benchmark dependency: benchmarks/requirements.txt)")
+pytest.importorskip("faker", reason="faker is not installed here (requirements-dev.txt has it)")
 
 from hdwm.readers import read_dwm, read_truth  # noqa: E402  (pandas only, no Spark)
 
