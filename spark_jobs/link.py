@@ -407,12 +407,16 @@ def error_file(out: str) -> Path:
     return error_path(Path(out) / "metrics.json")
 
 
-def _fail(out: str, message: str, code: int = EXIT_CONFIG) -> int:
+def _fail(out: str, message: str, code: int = EXIT_CONFIG, registry_order: bool = False) -> int:
     """Print ``[link] error: <message>`` to stderr, write it to
-    ``metrics.error.json`` (``{"exit_code", "error"}``) and return ``code``."""
+    ``metrics.error.json`` (``{"exit_code", "error"}``, plus ``"registry_order": true``
+    when the registry refused the date for its order, not for its data) and return ``code``."""
     print(f"[link] error: {message}", file=sys.stderr)
+    payload = {"exit_code": code, "error": message}
+    if registry_order:
+        payload["registry_order"] = True
     try:
-        write_json_atomic(error_file(out), {"exit_code": code, "error": message})
+        write_json_atomic(error_file(out), payload)
     except OSError as err:  # the exit code and the task log still tell the story
         print(f"[link] warning: could not write {error_file(out)}: {err}", file=sys.stderr)
     return code
@@ -448,7 +452,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run(a.curated, a.out, a.ds, a.profile, a.checkpoint_dir, registry=a.registry, source_col=a.source_col,
             decisions=a.decisions, landing=a.landing, rebuild=a.rebuild)
-    except (ProfileError, LinkInputError, RegistryOrderError, RegistryError, DecisionsError) as exc:
+    except RegistryOrderError as exc:  # about dates, not this night's data: the report keeps the date pending
+        return _fail(a.out, str(exc), registry_order=True)
+    except (ProfileError, LinkInputError, RegistryError, DecisionsError) as exc:
         return _fail(a.out, str(exc))
     except ClosureDidNotConverge as exc:  # deterministic: a retry of the same input would fail the same way
         return _fail(a.out, f"{exc} (the profile's ccMaxRounds); the night is not published: raise ccMaxRounds "

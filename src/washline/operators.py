@@ -153,15 +153,27 @@ def job_error_path(job: str, paths: RunPaths) -> Path:
     return error_path(job_metrics_path(job, paths))
 
 
-def job_error(job: str, context: Any) -> str | None:
-    """The job's own one-line error for this run, if it wrote one (<= 1,500 chars)."""
+def _job_error_file(job: str, context: Any) -> dict[str, Any]:
+    """The job's error file for this run (``{}`` when it wrote none or it is unreadable)."""
     try:
         paths = RunPaths.for_run(run_ds(context), context["params"].get("input_folder", "landing"))
         data = json.loads(job_error_path(job, paths).read_text())
     except (OSError, ValueError, KeyError, TypeError):
-        return None
-    error = data.get("error") if isinstance(data, dict) else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def job_error(job: str, context: Any) -> str | None:
+    """The job's own one-line error for this run, if it wrote one (<= 1,500 chars)."""
+    error = _job_error_file(job, context).get("error")
     return str(error)[:1500] if error else None
+
+
+def job_refused_for_order(job: str, context: Any) -> bool:
+    """The link job refused the run's date for the entity registry's order (a
+    pending earlier date, or a later published one), not for its data: its
+    error file says ``"registry_order": true``."""
+    return job == "link" and _job_error_file(job, context).get("registry_order") is True
 
 
 class SparkJobOperator(SparkSubmitOperator):
@@ -233,6 +245,9 @@ class SparkJobOperator(SparkSubmitOperator):
             else:
                 message = f"{self.job}: {type(exc).__name__}: {str(exc)[:500]}"
             context["ti"].xcom_push(key="error", value=message)
+            if meaning and job_refused_for_order(self.job, context):
+                # the report leaves such a date pending (no _REJECTED.json), so the next date waits for it
+                context["ti"].xcom_push(key="registry_order", value=True)
             if meaning or isinstance(exc, ParamError):
                 raise AirflowFailException(message) from exc
             raise

@@ -196,8 +196,13 @@ def _mark_rejected(context: Mapping[str, Any], paths: RunPaths, summary: dict[st
     that was published before gets that publish back first
     (:func:`washline.registry.restore_published`): the published tables still
     hold it, so the next date links against it. A run with
-    ``entity_registry=false`` writes no marker."""
-    from washline.registry import restore_published, write_rejected
+    ``entity_registry=false`` writes no marker, and neither does a run whose
+    link job refused the date for the registry's order (XCom ``registry_order``):
+    its references were never linked, so marking it rejected would let the next
+    date skip them for good (break-it pass: a date run before its predecessor was
+    refused, marked rejected, and the night after the predecessor left it out of
+    the registry; rerunning it was then refused as before a published date)."""
+    from washline.registry import marker_state, restore_published, write_rejected
 
     link = context["ti"].xcom_pull(task_ids="link")
     if isinstance(link, Mapping) and link.get("registry"):
@@ -206,8 +211,15 @@ def _mark_rejected(context: Mapping[str, Any], paths: RunPaths, summary: dict[st
         in_use = (context.get("params") or {}).get("entity_registry", True) is not False
     if not in_use:
         return
+    refused = bool(context["ti"].xcom_pull(task_ids="link", key="registry_order"))
     try:
         restored = restore_published(paths)
+        if refused and marker_state(paths) != "published":
+            summary["registry_marker"] = ("none: the link job refused the date for the registry's order, so its "
+                                          "references were not linked; without _REJECTED.json a date after the "
+                                          "last published one stays pending and the next date waits for it")
+            log.warning("ds=%s: refused for the registry's order; no _REJECTED.json (run it again in order)", paths.ds)
+            return
         marker = write_rejected(paths, "; ".join(summary["not_published_because"]) or "not published")
     except OSError as exc:  # the summary still gets written, and says so
         summary["registry_marker"] = f"could not write _REJECTED.json: {exc}"

@@ -124,3 +124,24 @@ def test_a_night_linked_without_the_registry_is_not_waited_for(lake):
     (linked / "metrics.json").write_text(json.dumps({"ds": "2024-01-02", "registry": {"merges": 0}}))
     with pytest.raises(RegistryOrderError, match="previous date 2024-01-02"):
         resolve_base(reg, "2024-01-03", cur)
+
+
+def test_the_link_jobs_order_refusal_is_flagged_in_its_error_file(lake, tmp_path):
+    """Exit 2 with ``"registry_order": true`` in metrics.error.json, before Spark starts, so the report
+    task leaves the date pending instead of rejected; other exit-2 errors carry no such flag."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "washline_link_job_order", Path(__file__).resolve().parents[2] / "spark_jobs" / "link.py")
+    link = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(link)
+    reg, cur = lake
+    _version(reg, "2024-01-01", "PUBLISHED")
+    (cur / "2024-01-02").mkdir()  # the predecessor has input and no marker: pending
+    out = tmp_path / "linked" / "2024-01-03"
+    args = ["--curated", str(cur / "2024-01-03"), "--out", str(out), "--ds", "2024-01-03", "--registry", str(reg)]
+    assert link.main(args) == 2
+    error = json.loads((out / "metrics.error.json").read_text())
+    assert error["registry_order"] is True and "2024-01-02 has not been published yet" in error["error"]
+    assert link.main(args[:-2] + ["--rebuild"]) == 2  # --rebuild without --registry: no flag
+    assert "registry_order" not in json.loads((out / "metrics.error.json").read_text())
