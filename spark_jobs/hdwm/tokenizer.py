@@ -10,7 +10,10 @@ Tokeniser types (DWM ``tokenizerType``):
   letter or digit; ``_`` counts as a separator too) splits tokens.
 * ``CompressNbr`` – as Splitter, but punctuation other than a comma *between
   two digits* is dropped first, so ``010-52-5974`` → ``010525974`` and ``(501)555-1234`` →
-  ``501`` + ``5551234`` (DWM v2.30 ``CompressNbr``).
+  ``501`` + ``5551234`` (DWM v2.30 ``CompressNbr``). With ``canonicalNumbers``
+  (washline) an SSN written ``053 90 3228`` and a phone ``(217) 454-4412`` become
+  one digit run first, and a ZIP+4 ``72205-1234`` stays two tokens, ``72205`` and
+  ``1234`` (not a 9-digit number of an SSN's shape).
 * ``Compress`` – tokens are whitespace/comma separated and all other
   punctuation is removed inside a token (``O'NEIL`` → ``ONEIL``).
 
@@ -85,6 +88,11 @@ def tokens_column(
         # area code in brackets) become one digit run
         u = F.regexp_replace(u, r"(?<![\p{N}])(\d{3})[ ]+(\d{2})[ ]+(\d{4})(?![\p{N}])", "$1$2$3")
         u = F.regexp_replace(u, r"\((\d{3})\)[ ]*(\d{3})(?=[-. ]?\d{4}(?![\p{N}]))", "$1$2")
+        # a ZIP+4 ("72205-1234", USPS Publication 28) stays a 5-digit zip and its 4-digit add-on:
+        # joined, it would be a 9-digit number of an SSN's shape, an identifier that every
+        # member of the household holds (it lifts the given-name veto between them and
+        # conflicts with a real SSN of the same shape)
+        u = F.regexp_replace(u, r"(?<![\p{N}-])(\d{5})-(\d{4})(?![\p{N}-])", "$1 $2")
     if tokenizer_type == "Splitter":
         pass
     elif tokenizer_type == "CompressNbr":

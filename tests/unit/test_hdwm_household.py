@@ -427,6 +427,25 @@ def test_canonical_numbers_in_the_tokenizer(spark):
 
 
 @pytest.mark.spark
+def test_a_zip_plus_4_is_no_ssn_shaped_number(spark):
+    """ZIP+4 (USPS Publication 28) keeps its zip and add-on apart; an SSN and a phone written with hyphens still
+    become one number each, and a zip that ends a hyphenated run of more digits is left to CompressNbr."""
+    from hdwm.evidence import long_numbers
+    from hdwm.tokenizer import tokenize
+
+    df = spark.createDataFrame([("1", "MARK BARRETT, 72463 NE KEVIN, KIMBERLY VA 22140-5211, 421-974-9787, 053-90-3228"),
+                                ("2", "LISA BARRETT,22140-5211"), ("3", "X 12345-6789-1")],
+                               "record_id string, text string")
+    toks = {r.record_id: r.tokens for r in tokenize(df, PROFILE).collect()}
+    assert toks["1"] == ["MARK", "BARRETT", "72463", "NE", "KEVIN", "KIMBERLY", "VA", "22140", "5211", "4219749787",
+                         "53903228"]
+    assert toks["2"] == ["LISA", "BARRETT", "22140", "5211"]
+    assert toks["3"] == ["X", "1234567891"]
+    # the household's ZIP+4 is no long number the two references share (it would lift the given-name veto)
+    assert not set(long_numbers(toks["1"], 7)) & set(long_numbers(toks["2"], 7))
+
+
+@pytest.mark.spark
 def test_a_component_above_the_cap_is_no_cluster_at_that_mu(spark):
     """Its references are left out (relinked at the next mu), never accepted as one chain."""
     from hdwm.consistency import consistent_clusters
