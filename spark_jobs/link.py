@@ -213,6 +213,10 @@ def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, reg
         # refusals come before Spark starts: they are about dates, not data
         base_ds = resolve_base(registry, ds, curated_root=Path(curated).parent, landing=landing)
     decisions = decisions if decisions is not None else _default_decisions()
+    if decisions:
+        from hdwm.incremental import decision_pairs
+
+        decision_pairs(decisions)  # a bad decisions file is refused before Spark starts, too (DecisionsError)
     own_ckpt = checkpoint_dir is None
     ckpt = checkpoint_dir or os.path.join(out, "_checkpoint")
     progress.say("start", ds=ds, curated=curated, out=out, profile=profile.name, checkpoint=ckpt,
@@ -407,14 +411,16 @@ def error_file(out: str) -> Path:
     return error_path(Path(out) / "metrics.json")
 
 
-def _fail(out: str, message: str, code: int = EXIT_CONFIG, registry_order: bool = False) -> int:
+def _fail(out: str, message: str, code: int = EXIT_CONFIG, keep_pending: bool = False) -> int:
     """Print ``[link] error: <message>`` to stderr, write it to
-    ``metrics.error.json`` (``{"exit_code", "error"}``, plus ``"registry_order": true``
-    when the registry refused the date for its order, not for its data) and return ``code``."""
+    ``metrics.error.json`` (``{"exit_code", "error"}``, plus ``"keep_pending": true``
+    when the date was refused before anything of it was linked, for a reason outside its data: the
+    registry's order or the decisions file; the report then leaves the date pending, not rejected,
+    so the next date waits for it) and return ``code``."""
     print(f"[link] error: {message}", file=sys.stderr)
     payload = {"exit_code": code, "error": message}
-    if registry_order:
-        payload["registry_order"] = True
+    if keep_pending:
+        payload["keep_pending"] = True
     try:
         write_json_atomic(error_file(out), payload)
     except OSError as err:  # the exit code and the task log still tell the story
@@ -452,9 +458,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run(a.curated, a.out, a.ds, a.profile, a.checkpoint_dir, registry=a.registry, source_col=a.source_col,
             decisions=a.decisions, landing=a.landing, rebuild=a.rebuild)
-    except RegistryOrderError as exc:  # about dates, not this night's data: the report keeps the date pending
-        return _fail(a.out, str(exc), registry_order=True)
-    except (ProfileError, LinkInputError, RegistryError, DecisionsError) as exc:
+    except (RegistryOrderError, DecisionsError) as exc:
+        # about the dates' order or the shared decisions file, not this night's data: the report keeps the
+        # date pending (no _REJECTED.json), so the next date waits for it instead of leaving its references out
+        return _fail(a.out, str(exc), keep_pending=True)
+    except (ProfileError, LinkInputError, RegistryError) as exc:
         return _fail(a.out, str(exc))
     except ClosureDidNotConverge as exc:  # deterministic: a retry of the same input would fail the same way
         return _fail(a.out, f"{exc} (the profile's ccMaxRounds); the night is not published: raise ccMaxRounds "

@@ -385,7 +385,22 @@ def _check_field_counts(p: Path) -> None:
 
 def read_decisions(spark: SparkSession, path: str | None) -> tuple[DataFrame | None, DataFrame | None]:
     """Read ``decisions.csv`` → (must_link, cannot_link) DataFrames(``id1``, ``id2``)
-    of ref_keys with ``id1 < id2`` (None when absent or without such rows).
+    of ref_keys with ``id1 < id2`` (None when absent or without such rows): the
+    pairs of :func:`decision_pairs` as Spark DataFrames.
+
+    Raises:
+        DecisionsError: as :func:`decision_pairs`.
+    """
+    must, cannot = decision_pairs(path)
+    mk = lambda pdf: spark.createDataFrame(pdf, "id1 string, id2 string") if pdf is not None and len(pdf) else None  # noqa: E731
+    return mk(must), mk(cannot)
+
+
+def decision_pairs(path: str | None):
+    """Read and check ``decisions.csv`` without Spark → (must_link, cannot_link)
+    pandas DataFrames (``id1``, ``id2``) of ref_keys with ``id1 < id2``, or
+    ``(None, None)`` when ``path`` is None or the file has no decision rows.
+    The link job calls it before Spark starts, so a bad file is refused at once.
 
     Columns: ``source_a,record_id_a,source_b,record_id_b,decision,decided_by,decided_at,note``;
     ``decision`` is ``must_link`` or ``cannot_link``. The latest row
@@ -445,8 +460,7 @@ def read_decisions(spark: SparkSession, path: str | None) -> tuple[DataFrame | N
     for a, b in cannot.itertuples(index=False, name=None):
         if a in groups and b in groups and groups[a] == groups[b]:
             raise DecisionsError(f"{path}: cannot_link {a} / {b} contradicts must_link decisions joining them")
-    mk = lambda pdf: spark.createDataFrame(pdf, "id1 string, id2 string") if len(pdf) else None  # noqa: E731
-    return mk(must), mk(cannot)
+    return must.reset_index(drop=True), cannot.reset_index(drop=True)
 
 
 def _union_find(pairs) -> dict[str, str]:

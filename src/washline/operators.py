@@ -169,11 +169,12 @@ def job_error(job: str, context: Any) -> str | None:
     return str(error)[:1500] if error else None
 
 
-def job_refused_for_order(job: str, context: Any) -> bool:
-    """The link job refused the run's date for the entity registry's order (a
-    pending earlier date, or a later published one), not for its data: its
-    error file says ``"registry_order": true``."""
-    return job == "link" and _job_error_file(job, context).get("registry_order") is True
+def job_kept_pending(job: str, context: Any) -> bool:
+    """The link job refused the run's date before linking anything of it, for a
+    reason outside its data (the entity registry's order: a pending earlier
+    date or a later published one; or an unreadable decisions file): its error
+    file says ``"keep_pending": true``, and the report leaves the date pending."""
+    return job == "link" and _job_error_file(job, context).get("keep_pending") is True
 
 
 class SparkJobOperator(SparkSubmitOperator):
@@ -245,9 +246,9 @@ class SparkJobOperator(SparkSubmitOperator):
             else:
                 message = f"{self.job}: {type(exc).__name__}: {str(exc)[:500]}"
             context["ti"].xcom_push(key="error", value=message)
-            if meaning and job_refused_for_order(self.job, context):
+            if meaning and job_kept_pending(self.job, context):
                 # the report leaves such a date pending (no _REJECTED.json), so the next date waits for it
-                context["ti"].xcom_push(key="registry_order", value=True)
+                context["ti"].xcom_push(key="keep_pending", value=True)
             if meaning or isinstance(exc, ParamError):
                 raise AirflowFailException(message) from exc
             raise

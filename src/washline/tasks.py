@@ -197,7 +197,8 @@ def _mark_rejected(context: Mapping[str, Any], paths: RunPaths, summary: dict[st
     (:func:`washline.registry.restore_published`): the published tables still
     hold it, so the next date links against it. A run with
     ``entity_registry=false`` writes no marker, and neither does a run whose
-    link job refused the date for the registry's order (XCom ``registry_order``):
+    link job refused the date before linking it, for the registry's order or an
+    unreadable decisions file (XCom ``keep_pending``):
     its references were never linked, so marking it rejected would let the next
     date skip them for good (break-it pass: a date run before its predecessor was
     refused, marked rejected, and the night after the predecessor left it out of
@@ -211,14 +212,16 @@ def _mark_rejected(context: Mapping[str, Any], paths: RunPaths, summary: dict[st
         in_use = (context.get("params") or {}).get("entity_registry", True) is not False
     if not in_use:
         return
-    refused = bool(context["ti"].xcom_pull(task_ids="link", key="registry_order"))
+    refused = bool(context["ti"].xcom_pull(task_ids="link", key="keep_pending"))
     try:
         restored = restore_published(paths)
         if refused and marker_state(paths) != "published":
-            summary["registry_marker"] = ("none: the link job refused the date for the registry's order, so its "
-                                          "references were not linked; without _REJECTED.json a date after the "
-                                          "last published one stays pending and the next date waits for it")
-            log.warning("ds=%s: refused for the registry's order; no _REJECTED.json (run it again in order)", paths.ds)
+            summary["registry_marker"] = ("none: the link job refused the date before linking it (the registry's "
+                                          "order, or the decisions file), so its references were not linked; "
+                                          "without _REJECTED.json a date after the last published one stays "
+                                          "pending and the next date waits for it")
+            log.warning("ds=%s: refused before linking (the registry's order or the decisions file); no "
+                        "_REJECTED.json: fix the cause and run the date again, in order", paths.ds)
             return
         marker = write_rejected(paths, "; ".join(summary["not_published_because"]) or "not published")
     except OSError as exc:  # the summary still gets written, and says so

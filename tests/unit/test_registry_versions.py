@@ -127,7 +127,7 @@ def test_a_night_linked_without_the_registry_is_not_waited_for(lake):
 
 
 def test_the_link_jobs_order_refusal_is_flagged_in_its_error_file(lake, tmp_path):
-    """Exit 2 with ``"registry_order": true`` in metrics.error.json, before Spark starts, so the report
+    """Exit 2 with ``"keep_pending": true`` in metrics.error.json, before Spark starts, so the report
     task leaves the date pending instead of rejected; other exit-2 errors carry no such flag."""
     import importlib.util
 
@@ -142,6 +142,29 @@ def test_the_link_jobs_order_refusal_is_flagged_in_its_error_file(lake, tmp_path
     args = ["--curated", str(cur / "2024-01-03"), "--out", str(out), "--ds", "2024-01-03", "--registry", str(reg)]
     assert link.main(args) == 2
     error = json.loads((out / "metrics.error.json").read_text())
-    assert error["registry_order"] is True and "2024-01-02 has not been published yet" in error["error"]
+    assert error["keep_pending"] is True and "2024-01-02 has not been published yet" in error["error"]
     assert link.main(args[:-2] + ["--rebuild"]) == 2  # --rebuild without --registry: no flag
-    assert "registry_order" not in json.loads((out / "metrics.error.json").read_text())
+    assert "keep_pending" not in json.loads((out / "metrics.error.json").read_text())
+
+
+def test_a_bad_decisions_file_keeps_the_date_pending(lake, tmp_path):
+    """The decisions file is shared by every night: a typo in it is no fault of the night's data, so the
+    link job's exit 2 carries ``"keep_pending": true`` and the report leaves the date pending, not rejected
+    (break-it pass: every night was rejected and the next published night left their references out)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "washline_link_job_decisions", Path(__file__).resolve().parents[2] / "spark_jobs" / "link.py")
+    link = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(link)
+    reg, cur = lake
+    _version(reg, "2024-01-01", "PUBLISHED")
+    decisions = tmp_path / "decisions.csv"
+    decisions.write_text("source_a,record_id_a,source_b,record_id_b,decision,decided_by,decided_at,note\n"
+                         "s,1,s,2,must-link,ana,2024-01-01,typo\n")
+    out = tmp_path / "linked" / "2024-01-02"
+    args = ["--curated", str(cur / "2024-01-02"), "--out", str(out), "--ds", "2024-01-02", "--registry", str(reg),
+            "--decisions", str(decisions)]
+    assert link.main(args) == 2
+    error = json.loads((out / "metrics.error.json").read_text())
+    assert error["keep_pending"] is True and "must_link or cannot_link" in error["error"], error

@@ -194,7 +194,7 @@ REFUSED = ("link failed permanently (spark-submit exit 2): ds 2025-01-01: the pr
            "has not been published yet (run or fix it first)")
 
 
-def test_a_night_the_link_job_refused_for_the_registry_order_is_not_marked_rejected(tmp_path, monkeypatch):
+def test_a_night_the_link_job_refused_for_the_keep_pending_is_not_marked_rejected(tmp_path, monkeypatch):
     """A date run before its predecessor is refused, not rejected: with _REJECTED.json the night after
     the predecessor skipped it and its references never entered the registry (break-it pass)."""
     monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
@@ -202,7 +202,7 @@ def test_a_night_the_link_job_refused_for_the_registry_order_is_not_marked_rejec
     ctx = context()
     cleansed = {("cleanse", "return_value"): {**ALL_QUARANTINED, "rows_curated": 201, "rows_quarantined": 0,
                                                "quarantined_by_reason": {}}}
-    ctx["ti"] = FakeTI({**cleansed, ("link", "error"): REFUSED, ("link", "registry_order"): True})
+    ctx["ti"] = FakeTI({**cleansed, ("link", "error"): REFUSED, ("link", "keep_pending"): True})
     ctx["dag_run"] = SimpleNamespace(start_date=datetime(2025, 1, 2, 2, 0, tzinfo=timezone.utc))
     with pytest.raises(AirflowFailException, match="2024-12-31 has not been published"):
         tasks.report(ctx)
@@ -216,14 +216,14 @@ def test_a_night_the_link_job_refused_for_the_registry_order_is_not_marked_rejec
     assert json.loads((version / "_REJECTED.json").read_text())["ds"] == "2025-01-01"
 
 
-def test_link_exit_2_for_the_registry_order_says_so_in_xcom(tmp_path, monkeypatch):
+def test_link_exit_2_for_the_keep_pending_says_so_in_xcom(tmp_path, monkeypatch):
     monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
     op = SparkJobOperator(task_id="link", job="link")
     error = tmp_path / "lake" / "linked" / "2025-01-01" / "metrics.error.json"
     error.parent.mkdir(parents=True, exist_ok=True)
 
     for payload, flagged in (({"exit_code": 2, "error": "ds 2025-01-01: the previous date ...",
-                               "registry_order": True}, True),
+                               "keep_pending": True}, True),
                              ({"exit_code": 2, "error": "decisions.csv:5: decision must be ..."}, False)):
         def refused(self, ctx, payload=payload):  # what spark-submit does when link.py exits 2
             error.write_text(json.dumps(payload))
@@ -233,4 +233,4 @@ def test_link_exit_2_for_the_registry_order_says_so_in_xcom(tmp_path, monkeypatc
         ctx = context()
         with pytest.raises(AirflowFailException):
             op.execute(ctx)
-        assert ctx["ti"].pushed.get("registry_order", False) is flagged, payload
+        assert ctx["ti"].pushed.get("keep_pending", False) is flagged, payload
