@@ -77,7 +77,10 @@ the truth, plus counts). ``--publish-as-version D2`` (D2 > D) also writes the
 rebuild as registry version D2 based on D: entity ids are kept by the same
 rules as a night (oldest id survives a merge, the larger part keeps its id on
 a split) and every difference is recorded in ``changes/`` as merges and
-splits. Exit 2 on a missing/incomplete version or a bad argument.
+splits. D2 gets ``_COMPLETE.json`` but no ``_PUBLISHED.json`` (this command
+reaches no staging database), so no night links against it; the DAG's
+``rebuild`` Param publishes a rebuild. Exit 2 on a missing/incomplete version
+or a bad argument.
 """
 
 from __future__ import annotations
