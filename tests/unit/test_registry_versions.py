@@ -126,15 +126,21 @@ def test_a_night_linked_without_the_registry_is_not_waited_for(lake):
         resolve_base(reg, "2024-01-03", cur)
 
 
-def test_the_link_jobs_order_refusal_is_flagged_in_its_error_file(lake, tmp_path):
-    """Exit 2 with ``"keep_pending": true`` in metrics.error.json, before Spark starts, so the report
-    task leaves the date pending instead of rejected; other exit-2 errors carry no such flag."""
+def _link_job():
+    """``spark_jobs/link.py`` as a module (the spark-submit entry point is no package module)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "washline_link_job_order", Path(__file__).resolve().parents[2] / "spark_jobs" / "link.py")
+        "washline_link_job", Path(__file__).resolve().parents[2] / "spark_jobs" / "link.py")
     link = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(link)
+    return link
+
+
+def test_the_link_jobs_order_refusal_is_flagged_in_its_error_file(lake, tmp_path):
+    """Exit 2 with ``"keep_pending": true`` in metrics.error.json, before Spark starts, so the report
+    task leaves the date pending instead of rejected; other exit-2 errors carry no such flag."""
+    link = _link_job()
     reg, cur = lake
     _version(reg, "2024-01-01", "PUBLISHED")
     (cur / "2024-01-02").mkdir()  # the predecessor has input and no marker: pending
@@ -151,12 +157,7 @@ def test_a_bad_decisions_file_keeps_the_date_pending(lake, tmp_path):
     """The decisions file is shared by every night: a typo in it is no fault of the night's data, so the
     link job's exit 2 carries ``"keep_pending": true`` and the report leaves the date pending, not rejected
     (break-it pass: every night was rejected and the next published night left their references out)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "washline_link_job_decisions", Path(__file__).resolve().parents[2] / "spark_jobs" / "link.py")
-    link = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(link)
+    link = _link_job()
     reg, cur = lake
     _version(reg, "2024-01-01", "PUBLISHED")
     decisions = tmp_path / "decisions.csv"
