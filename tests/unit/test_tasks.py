@@ -194,7 +194,7 @@ REFUSED = ("link failed permanently (spark-submit exit 2): ds 2025-01-01: the pr
            "has not been published yet (run or fix it first)")
 
 
-def test_a_night_the_link_job_refused_for_the_keep_pending_is_not_marked_rejected(tmp_path, monkeypatch):
+def test_a_night_the_link_job_refused_for_the_registry_order_is_not_marked_rejected(tmp_path, monkeypatch):
     """A date run before its predecessor is refused, not rejected: with _REJECTED.json the night after
     the predecessor skipped it and its references never entered the registry (break-it pass)."""
     monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
@@ -216,7 +216,7 @@ def test_a_night_the_link_job_refused_for_the_keep_pending_is_not_marked_rejecte
     assert json.loads((version / "_REJECTED.json").read_text())["ds"] == "2025-01-01"
 
 
-def test_link_exit_2_for_the_keep_pending_says_so_in_xcom(tmp_path, monkeypatch):
+def test_link_exit_2_for_the_registry_order_says_so_in_xcom(tmp_path, monkeypatch):
     monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
     op = SparkJobOperator(task_id="link", job="link")
     error = tmp_path / "lake" / "linked" / "2025-01-01" / "metrics.error.json"
