@@ -213,10 +213,9 @@ def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, reg
         # refusals come before Spark starts: they are about dates, not data
         base_ds = resolve_base(registry, ds, curated_root=Path(curated).parent, landing=landing)
     decisions = decisions if decisions is not None else _default_decisions()
-    if decisions:
-        from hdwm.incremental import decision_pairs
+    from hdwm.incremental import decision_pairs
 
-        decision_pairs(decisions)  # a bad decisions file is refused before Spark starts, too (DecisionsError)
+    pairs = decision_pairs(decisions)  # a bad decisions file is refused before Spark starts, too (DecisionsError)
     own_ckpt = checkpoint_dir is None
     ckpt = checkpoint_dir or os.path.join(out, "_checkpoint")
     progress.say("start", ds=ds, curated=curated, out=out, profile=profile.name, checkpoint=ckpt,
@@ -264,7 +263,7 @@ def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, reg
     from hdwm.incremental import read_decisions
 
     with progress.stage("decisions") as said:
-        must, cannot = read_decisions(spark, decisions)
+        must, cannot = read_decisions(spark, decisions, pairs)
         said.update(must_link=must.count() if must is not None else 0,
                     cannot_link=cannot.count() if cannot is not None else 0)
     from hdwm.pipeline import mu_levels

@@ -383,15 +383,16 @@ def _check_field_counts(p: Path) -> None:
             start = reader.line_num + 1
 
 
-def read_decisions(spark: SparkSession, path: str | None) -> tuple[DataFrame | None, DataFrame | None]:
+def read_decisions(spark: SparkSession, path: str | None, pairs=None) -> tuple[DataFrame | None, DataFrame | None]:
     """Read ``decisions.csv`` → (must_link, cannot_link) DataFrames(``id1``, ``id2``)
     of ref_keys with ``id1 < id2`` (None when absent or without such rows): the
-    pairs of :func:`decision_pairs` as Spark DataFrames.
+    pairs of :func:`decision_pairs` as Spark DataFrames. ``pairs``: what
+    :func:`decision_pairs` already returned for ``path`` (the file is not read again).
 
     Raises:
         DecisionsError: as :func:`decision_pairs`.
     """
-    must, cannot = decision_pairs(path)
+    must, cannot = pairs if pairs is not None else decision_pairs(path)
     mk = lambda pdf: spark.createDataFrame(pdf, "id1 string, id2 string") if pdf is not None and len(pdf) else None  # noqa: E731
     return mk(must), mk(cannot)
 
