@@ -44,6 +44,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from rapidfuzz.distance import DamerauLevenshtein
 
 from .config import LinkageProfile
 from .evidence import evidence_columns, evidence_score, given_name_first, shared_identifiers
@@ -172,8 +173,6 @@ def _similarity_cells(a, wa, b, wb, num_rule, initial_rule, initial_mode, tmin, 
     row-major index), which the greedy assignments of ``_greedy`` rely on.
     With weights of 1.0 the value is the similarity itself.
     """
-    from rapidfuzz.distance import DamerauLevenshtein
-
     sim_fn = DamerauLevenshtein.normalized_similarity
     n = len(b)
     bdig = [t.isdigit() for t in b] if num_rule else None

@@ -62,8 +62,11 @@ String distances come from rapidfuzz (``JaroWinkler``, ``DamerauLevenshtein``).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import pandas as pd
 from pyspark.sql import functions as F
+from rapidfuzz.distance import DamerauLevenshtein, JaroWinkler
 
 #: Common English hypocorisms whose first letter differs from the formal name
 #: (a hand-picked subset of the classic lists, e.g. the public "nicknames"
@@ -144,6 +147,7 @@ def _has_digit(t: str) -> bool:
     return any("0" <= c <= "9" for c in t)
 
 
+@lru_cache(maxsize=1 << 16)
 def is_date_token(t: str) -> bool:
     """True for an 8-digit ``YYYYMMDD`` token with year 1800–2099, month 1–12, day 1–31."""
     if len(t) != 8 or not _is_number(t):
@@ -198,8 +202,6 @@ def same_street(street_a, street_b) -> bool:
     """Two ``street_key`` values name one street address: the same house number
     and street tokens that agree (equal, one a prefix of the other: ``E`` /
     ``ECHURCH``, or Jaro–Winkler ≥ ``SURNAME_MIN_SIMILARITY``: typos)."""
-    from rapidfuzz.distance import JaroWinkler
-
     a = list(street_a if street_a is not None else ())
     b = list(street_b if street_b is not None else ())
     if len(a) != 2 or len(b) != 2 or a[0] != b[0]:
@@ -214,9 +216,8 @@ def long_numbers(tokens, min_len: int = 7) -> list[str]:
     return [t for t in (tokens if tokens is not None else ()) if len(t) >= min_len and _is_number(t)]
 
 
+@lru_cache(maxsize=1 << 18)
 def _number_pair_agrees(x: str, y: str, max_edits: int) -> bool:
-    from rapidfuzz.distance import DamerauLevenshtein
-
     if DamerauLevenshtein.distance(x, y, score_cutoff=max_edits) <= max_edits:
         return True
     # a local number and the same number with its area code (4544412 / 2174544412)
@@ -264,8 +265,6 @@ def _comparable(a, b) -> bool:
 
 def given_name_conflict(lead_a, lead_b, min_similarity: float = 0.7) -> bool:
     """Do the given names of two name parts (``leading_names``) conflict? See the module doc."""
-    from rapidfuzz.distance import JaroWinkler
-
     a = list(lead_a if lead_a is not None else ())
     b = list(lead_b if lead_b is not None else ())
     if len(a) < 2 or len(b) < 2:
@@ -289,8 +288,6 @@ def given_name_conflict(lead_a, lead_b, min_similarity: float = 0.7) -> bool:
 
 def given_names_agree(lead_a, lead_b) -> bool:
     """Both given names have ≥ 2 letters and Jaro–Winkler ≥ 0.85 (or are nickname-equivalent)."""
-    from rapidfuzz.distance import JaroWinkler
-
     if lead_a is None or lead_b is None or len(lead_a) == 0 or len(lead_b) == 0:
         return False
     ga, gb = lead_a[0], lead_b[0]
@@ -322,8 +319,6 @@ SURNAME_MIN_SIMILARITY = 0.8
 
 
 def _name_tokens_agree(x: str, y: str) -> bool:
-    from rapidfuzz.distance import JaroWinkler
-
     if x == y:
         return True
     short, long_ = (x, y) if len(x) <= len(y) else (y, x)
@@ -372,17 +367,19 @@ def surname_conflict(lead_a, lead_b) -> bool:
     return True
 
 
-def date_readings(t: str) -> set[str]:
+@lru_cache(maxsize=1 << 16)
+def date_readings(t: str) -> frozenset[str]:
     """The ``YYYYMMDD`` readings of an all-digit token that can be a full date.
 
     Accepted shapes (after ``CompressNbr``/``stripLeadingZeros``): 8 digits as
     ``YYYYMMDD``, ``MMDDYYYY`` or ``DDMMYYYY``, and 7 digits as ``MDDYYYY`` or
     ``DMMYYYY`` (a leading zero stripped). Years 1800–2099. Empty when the
-    token is no date.
+    token is no date. Cached per token (a pure function of it; the pair
+    scorer asks for the same tokens again and again).
     """
     out: set[str] = set()
     if not _is_number(t) or len(t) not in (7, 8):
-        return out
+        return frozenset()
 
     def ok(y: str, m: str, d: str) -> None:
         if 1800 <= int(y) <= 2099 and 1 <= int(m) <= 12 and 1 <= int(d) <= 31:
@@ -395,9 +392,10 @@ def date_readings(t: str) -> set[str]:
     else:
         ok(t[3:], t[:1], t[1:3])
         ok(t[3:], t[1:3], t[:1])
-    return out
+    return frozenset(out)
 
 
+@lru_cache(maxsize=1 << 16)
 def is_date_like(t: str) -> bool:
     """True when ``t`` reads as a full date in one of the shapes of ``date_readings``."""
     return is_date_token(t) or bool(date_readings(t))
@@ -417,8 +415,6 @@ def date_of_birth_conflict(nums_a, nums_b) -> bool:
     One date per reference is taken as its date of birth; a reference with
     several dates (an event date beside the birth date) says nothing here.
     """
-    from rapidfuzz.distance import DamerauLevenshtein
-
     da = [r for r in (date_readings(t) for t in (nums_a if nums_a is not None else ())) if r]
     db = [r for r in (date_readings(t) for t in (nums_b if nums_b is not None else ())) if r]
     if len(da) != 1 or len(db) != 1:
@@ -435,8 +431,6 @@ def common_given_name_conflict(lead_a, lead_b, std_a: bool, std_b: bool, min_sim
     is a typo) that share a first letter but are different names: Jaro–Winkler
     below ``min_similarity``, not one nickname group, neither a prefix of the
     other (JOHN/JAMES, twins or siblings; not JIM/JAMES, ROB/ROBERT)."""
-    from rapidfuzz.distance import JaroWinkler
-
     if not (std_a and std_b):
         return False
     a = list(lead_a if lead_a is not None else ())
