@@ -229,12 +229,14 @@ def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) ->
             keys = keys.unionByName(frequent_pair_keys(tokens, freq, profile))
     else:
         keys = bt.select("record_id", F.col("token").alias("block_key"), F.col("freq").alias("ub"))
-    keys = keys.distinct()
+    # no keys.distinct(): a (reference, key) row comes from one rule only (the rules' keys differ in
+    # shape: one token, two tokens of blocking frequency, one above beta, an initial), so duplicates
+    # are rare; the group-by removes any (array_distinct) instead of a shuffle of every key row
 
     def small_blocks(k: DataFrame) -> DataFrame:
         return (
             k.groupBy("block_key")
-            .agg(_sorted_ids().alias("m"))
+            .agg(F.array_distinct(_sorted_ids()).alias("m"))
             .select("block_key", F.lit(0).alias("sub_block"), F.transform("m", lambda x: x["r"]).alias("ids"))
             .withColumn("block_size", F.size("ids").cast("long"))
         )
@@ -247,6 +249,7 @@ def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) ->
         w = Window.partitionBy("block_key")
         big = (
             keys.filter(F.col("ub") > cap)
+            .select("record_id", "block_key", "ub").distinct()  # the window counts each member once
             .withColumn("h", F.xxhash64("record_id"))
             .withColumn("block_size", F.count(F.lit(1)).over(w).cast("long"))
             .withColumn("rn", F.row_number().over(w.orderBy("h", "record_id")) - 1)
