@@ -114,6 +114,27 @@ def test_no_collected_group_exceeds_max_block_size(spark):
     assert stats["largest_block"] == 250 and stats["oversize_blocks"] == 3
 
 
+def test_a_reference_keyed_twice_is_one_member_of_its_block(spark):
+    # build_blocks drops a repeated (reference, key) row inside its group-by, not by a distinct
+    # over every key row; a reference listed twice must still be one member and never a pair with
+    # itself, in a small block (one group-by) and in a split one (the window path)
+    rows = [("a", ["ALPHA", "BETA"]), ("a", ["ALPHA", "BETA"]), ("b", ["ALPHA", "BETA"])] + [
+        (f"g{i:02d}", ["GAMMA", "DELTA"]) for i in range(9)] + [("g00", ["GAMMA", "DELTA"])]
+    tokens = _refs(spark, rows)
+    freq = token_frequencies(tokens.dropDuplicates(["record_id"]))
+    for cap in (100, 4):  # beta 50 <= cap: one group-by; beta 50 > cap 4: GAMMA/DELTA split
+        prof = LinkageProfile(beta=50, sigma=100, minBlkTokenLen=3, maxBlockSize=cap, blockByPairs=True,
+                              rareTokenBlocks=False, frequentPairMaxBlock=0)
+        br = build_blocks(tokens, freq, prof)
+        members = [(r.block_key, r.sub_block, r.record_id) for r in br.members.collect()]
+        assert len(members) == len(set(members))
+        sizes = {(r.block_key, r.block_size) for r in br.members.collect()}
+        assert sizes == {("ALPHA BETA", 2), ("DELTA GAMMA", 9)}
+        pairs = [tuple(r) for r in br.pairs.collect()]
+        assert all(a < b for a, b in pairs) and ("a", "b") in pairs
+        assert len(pairs) == (1 + 36 if cap == 100 else 1 + 3 * 3)  # 9 split into 3 sub-blocks of 3
+
+
 def test_pair_keys_split_like_single_keys(spark):
     # 120 refs share the pair ALPHA+BETA (ub = 120 > cap 50): split, same dealing rule
     rows = [(f"r{i:03d}", ["ALPHA", "BETA"]) for i in range(120)]
