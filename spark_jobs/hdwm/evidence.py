@@ -147,6 +147,8 @@ def _has_digit(t: str) -> bool:
     return any("0" <= c <= "9" for c in t)
 
 
+#: the pair scorer asks the same per-token questions pair after pair; the answers are
+#: pure functions of the tokens, cached per Python worker (65,536 entries each: a few MB)
 @lru_cache(maxsize=1 << 16)
 def is_date_token(t: str) -> bool:
     """True for an 8-digit ``YYYYMMDD`` token with year 1800–2099, month 1–12, day 1–31."""
@@ -216,7 +218,7 @@ def long_numbers(tokens, min_len: int = 7) -> list[str]:
     return [t for t in (tokens if tokens is not None else ()) if len(t) >= min_len and _is_number(t)]
 
 
-@lru_cache(maxsize=1 << 18)
+@lru_cache(maxsize=1 << 16)
 def _number_pair_agrees(x: str, y: str, max_edits: int) -> bool:
     if DamerauLevenshtein.distance(x, y, score_cutoff=max_edits) <= max_edits:
         return True
