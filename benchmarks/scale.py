@@ -20,8 +20,9 @@ counts on a shared machine), peak resident memory of the process tree (JVM
 0.5 s), pairwise F1, and the load average (1 minute) at start and end.
 
 Stage profile of each washline run: the engine's stages (start-up, read,
-tokens+frequencies, correction, blocking, scoring, components, quality,
-summary, write) with their driver wall seconds (``metrics["stages"]``), and
+tokens+frequencies, correction, collect (an input iterating on the driver,
+``hdwm.local``: collecting it and handing its result back), blocking, scoring,
+components, quality, summary, write) with their driver wall seconds (``metrics["stages"]``), and
 from Spark's event log the Spark jobs run, their seconds, shuffle bytes
 written and read, and bytes spilled to disk. Each Spark job carries its stage
 in the local property ``washline.stage`` (``hdwm.pipeline.StageClock``).
@@ -47,8 +48,8 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 PRODUCT_PY = os.environ.get("WASHLINE_PYTHON", str(REPO / ".venv" / "bin" / "python"))
 STAGE_PROPERTY = "washline.stage"  # hdwm.pipeline.STAGE_PROPERTY (this venv has no pyspark)
-STAGE_ORDER = ["start-up", "read", "tokens+frequencies", "correction", "blocking", "scoring", "components",
-               "quality", "summary", "write"]
+STAGE_ORDER = ["start-up", "read", "tokens+frequencies", "correction", "collect", "blocking", "scoring",
+               "components", "quality", "summary", "write"]
 
 
 def measure(cmd: list[str], cwd: Path | None = None, env: dict | None = None,

@@ -319,6 +319,11 @@ class LinkageProfile(BaseModel):
     #: regrouped on the driver (``hdwm.consistency.consistent_clusters``) instead of in a pandas UDF;
     #: 0 = always Spark. The clusters are the same either way.
     ccLocalMaxEdges: int = Field(500_000, ge=0)
+    #: washline (speed): an input of at most this many references runs its iterations on the driver
+    #: (``hdwm.local``: the same rules, no Spark job per step) once tokens, frequencies and comparison
+    #: features are computed on Spark; larger inputs, and ``iterationShortcut: false`` (the plain
+    #: loop kept as the reference), iterate on Spark. 0 = always Spark. The clusters are the same.
+    localMaxReferences: int = Field(20_000, ge=0)
 
     @model_validator(mode="after")
     def _check_relations(self) -> "LinkageProfile":

@@ -308,6 +308,53 @@ def group_veto(members: pd.DataFrame, profile: LinkageProfile):
     return lambda ga, gb: any(v(ga, gb) for v in vetoes)
 
 
+def regroup_components(mb: pd.DataFrame, eb: pd.DataFrame, profile: LinkageProfile) -> pd.DataFrame:
+    """Regroup whole components at once (what ``consistent_clusters`` runs
+    per bucket, in its UDF or on the driver, and ``hdwm.local`` runs per
+    iteration).
+
+    Args:
+        mb: members, one row per reference: ``record_id``, ``cluster_id``
+            (the component) and the feature columns of
+            ``hdwm.compare.comparison_tokens`` (``lead``, ``nums``[, ``shared``,
+            ``gstd``, ``street``]); any row order.
+        eb: edges inside those components: ``cluster_id``, ``id1``, ``id2``,
+            ``score`` (double), ``kind`` (``LINK``, ``MUST_LINK``,
+            ``CANNOT_LINK``).
+        profile: the evidence rule settings.
+
+    Returns:
+        pandas DataFrame (``record_id``, ``cluster_id``): every member once,
+        ``cluster_id`` the smallest record id of its refined cluster.
+    """
+    if mb.empty:
+        return pd.DataFrame({"record_id": pd.Series([], dtype=object), "cluster_id": pd.Series([], dtype=object)})
+    # one sort and one conflict function for the whole bucket, then plain-Python work per
+    # component on bucket positions (a pandas groupby/sort/filter per component cost
+    # milliseconds each: most of the stage at 100k references)
+    mb = mb.sort_values(["cluster_id", "record_id"], kind="mergesort").reset_index(drop=True)
+    conflict = _member_conflict(mb, profile)
+    veto = group_veto(mb, profile)
+    edges: dict[str, list[tuple]] = {}
+    for cid, a, b, sc, k in zip(eb["cluster_id"].tolist(), eb["id1"].tolist(), eb["id2"].tolist(),
+                                eb["score"].tolist(), eb["kind"].tolist()):
+        edges.setdefault(cid, []).append((a, b, sc, k))
+    rid, cid_of = [str(x) for x in mb["record_id"]], mb["cluster_id"].tolist()
+    ids, cids = [], []
+    s = 0
+    while s < len(rid):
+        e = s
+        while e < len(rid) and cid_of[e] == cid_of[s]:
+            e += 1
+        # a component's members by record_id, so conflict() sees the positions it saw per component
+        out = regroup(rid[s:e], edges.get(cid_of[s], []), lambda i, j, s=s: conflict(s + i, s + j),
+                      None if veto is None else lambda ga, gb, s=s: veto([s + i for i in ga], [s + j for j in gb]))
+        ids.extend(out.keys())
+        cids.extend(out.values())
+        s = e
+    return pd.DataFrame({"record_id": ids, "cluster_id": cids})
+
+
 def consistent_clusters(
     comps: DataFrame,
     links: DataFrame,
@@ -394,35 +441,8 @@ def consistent_clusters(
         b = buckets.select("cluster_id", F.col("bucket").alias("bucket"))
         return df.join(F.broadcast(b) if checked <= BROADCAST_COMPONENTS else b, "cluster_id")
 
-    empty = pd.DataFrame({"record_id": pd.Series([], dtype=object), "cluster_id": pd.Series([], dtype=object)})
-
     def fn(mb: pd.DataFrame, eb: pd.DataFrame) -> pd.DataFrame:
-        if mb.empty:
-            return empty
-        # one sort and one conflict function for the whole bucket, then plain-Python work per
-        # component on bucket positions (a pandas groupby/sort/filter per component cost
-        # milliseconds each: most of the stage at 100k references)
-        mb = mb.sort_values(["cluster_id", "record_id"], kind="mergesort").reset_index(drop=True)
-        conflict = _member_conflict(mb, profile)
-        veto = group_veto(mb, profile)
-        edges: dict[str, list[tuple]] = {}
-        for cid, a, b, sc, k in zip(eb["cluster_id"].tolist(), eb["id1"].tolist(), eb["id2"].tolist(),
-                                    eb["score"].tolist(), eb["kind"].tolist()):
-            edges.setdefault(cid, []).append((a, b, sc, k))
-        rid, cid_of = [str(x) for x in mb["record_id"]], mb["cluster_id"].tolist()
-        ids, cids = [], []
-        s = 0
-        while s < len(rid):
-            e = s
-            while e < len(rid) and cid_of[e] == cid_of[s]:
-                e += 1
-            # a component's members by record_id, so conflict() sees the positions it saw per component
-            out = regroup(rid[s:e], edges.get(cid_of[s], []), lambda i, j, s=s: conflict(s + i, s + j),
-                          None if veto is None else lambda ga, gb, s=s: veto([s + i for i in ga], [s + j for j in gb]))
-            ids.extend(out.keys())
-            cids.extend(out.values())
-            s = e
-        return pd.DataFrame({"record_id": ids, "cluster_id": cids})
+        return regroup_components(mb, eb, profile)
 
     if 0 < int(srow["checked_refs"] or 0) <= local_max_references:
         # a small iteration (a night of a registry run, FEBRL-sized inputs): one driver call

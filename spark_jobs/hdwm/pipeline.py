@@ -42,6 +42,14 @@ partition against ``iterationShortcut: false``):
   depends on the block's size); the scored pairs are then restricted, not
   rebuilt. When a block was split, the rest is blocked again and only pairs
   never scored before are scored (the score cache).
+
+Where the loop runs: an input of at most ``localMaxReferences`` references
+(default 20,000) is collected once after its comparison features are built
+and iterates on the driver (``hdwm.local``: the same rules and shortcut in
+plain Python, no Spark job per step; at 5,000 references the Spark loop was
+about 150 small jobs). Larger inputs, and the plain loop
+(``iterationShortcut: false``), iterate on Spark (``_Iterations``). Either
+way the partition, records and why-linked pairs are the same (tested).
 """
 
 from __future__ import annotations
@@ -447,6 +455,53 @@ class _Iterations:
             ))
 
 
+WHY_SCHEMA = "id1 string, id2 string, score double, iteration int, accepted boolean"
+
+
+def _local_iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, must_link, cannot_link):
+    """The iteration loop on the driver (``hdwm.local``) for a small input.
+
+    Collects the references' tokens (with Spark's ``xxhash64(record_id)``),
+    the frequencies of their tokens, the comparison features and the human
+    decisions once (Arrow), runs ``LocalIterations`` and hands its result back
+    as Spark frames. Returns (assigned ``LINKS_SCHEMA`` frame, iteration
+    records, why-linked (``id1``, ``id2``, ``score``, ``iteration``,
+    ``accepted``) frame).
+    """
+    import pandas as pd
+
+    from .local import LocalInputs, LocalIterations
+
+    t = time.time()
+    with clock("collect"):
+        tp = tokens.select("record_id", "tokens", F.xxhash64("record_id").alias("h")).toPandas()
+        fp = (tokens.select(F.explode("tokens").alias("token")).distinct().join(freq, "token")
+              .select("token", "freq").toPandas())
+        features = ctokens.toPandas()
+        ml = [(r["id1"], r["id2"]) for r in must_link.collect()] if must_link is not None else []
+        cl = [(r["id1"], r["id2"]) for r in cannot_link.collect()] if cannot_link is not None else []
+        rid = tp["record_id"].astype(str).tolist()
+        inp = LocalInputs(
+            tokens={r: ([] if x is None else list(x)) for r, x in zip(rid, tp["tokens"])},
+            hashes=dict(zip(rid, tp["h"].astype("int64").tolist())),
+            freq=dict(zip(fp["token"].tolist(), fp["freq"].astype("int64").tolist())),
+            features=features, must_link=ml, cannot_link=cl,
+        )
+    _say(f"{n_refs} references ≤ localMaxReferences={profile.localMaxReferences}: iterations on the driver "
+         f"(collected in {time.time() - t:.1f}s)")
+    loop = LocalIterations(profile, mu_levels(profile), clock, n_refs, inp, _say, NEAR_MISS_BAND)
+    loop.run()
+    with clock("collect"):
+        a = pd.DataFrame(loop.assigned, columns=["record_id", "cluster_id", "iteration", "mu", "quality",
+                                                 "cluster_size"])
+        a = a.astype({"iteration": "int32", "mu": "float64", "quality": "float64", "cluster_size": "int32"})
+        assigned = _freeze(spark.createDataFrame(a, LINKS_SCHEMA)) if len(a) else spark.createDataFrame([], LINKS_SCHEMA)
+        w = pd.DataFrame(loop.why, columns=["id1", "id2", "score", "iteration", "accepted"])
+        w = w.astype({"score": "float64", "iteration": "int32", "accepted": "bool"})
+        why = spark.createDataFrame(w, WHY_SCHEMA) if len(w) else spark.createDataFrame([], WHY_SCHEMA)
+    return assigned, loop.records, why
+
+
 def run_linkage(
     spark: SparkSession,
     refs: DataFrame,
@@ -598,9 +653,16 @@ def link_references(
             cannot_link = _freeze(cannot_link.join(ids.withColumnRenamed("record_id", "id1"), "id1")
                                   .join(ids.withColumnRenamed("record_id", "id2"), "id2").select("id1", "id2"))
 
-    loop = _Iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, ids, must_link, cannot_link)
-    loop.run()
-    assigned, iterations = loop.assigned, loop.records
+    if 0 < n_refs <= profile.localMaxReferences and profile.iterationShortcut:
+        # washline (speed): a small input iterates on the driver (hdwm.local: the same rules)
+        assigned, iterations, why = _local_iterations(spark, profile, clock, n_refs, tokens, freq, ctokens,
+                                                      must_link, cannot_link)
+    else:
+        loop = _Iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, ids, must_link, cannot_link)
+        loop.run()
+        assigned, iterations = loop.assigned, loop.records
+        why = (reduce(DataFrame.unionByName, loop.why) if loop.why else
+               spark.createDataFrame([], "id1 string, id2 string, score double, iteration int, accepted boolean"))
 
     with clock("summary"):
         singles = refs.join(assigned.select("record_id"), "record_id", "left_anti").select(
@@ -629,8 +691,6 @@ def link_references(
         "stages": dict(clock.seconds),
         "seconds": round(time.time() - t0, 2),
     }
-    why = (reduce(DataFrame.unionByName, loop.why) if loop.why else
-           spark.createDataFrame([], "id1 string, id2 string, score double, iteration int, accepted boolean"))
     # a close call whose two references ended in one cluster later is not a rejection
     lab = links_df.select("record_id", "cluster_id")
     why = (
