@@ -345,7 +345,7 @@ class LocalIterations:
                      f"largest_block={rec['largest_block']} oversize_blocks={cands.stats['oversize_blocks']} "
                      f"pairs={rec['pairs_compared']} links={rec['links']} cc_rounds=0 clusters={rec['clusters']} "
                      f"accepted={rec['accepted_clusters']} mean_quality={rec['mean_quality']} "
-                     f"({rec['seconds']}s on the driver: {self.clock.since(before)})")
+                     f"({rec['seconds']}s: {self.clock.since(before)})")
         self.say(f"mu={round(self.levels[-1][0] + self.profile.muIterate, 2) if self.levels else self.profile.mu:.2f}"
                  f" > 1, stop")
 
