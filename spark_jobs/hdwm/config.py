@@ -323,7 +323,7 @@ class LinkageProfile(BaseModel):
     #: (``hdwm.local``: the same rules, no Spark job per step) once tokens, frequencies and comparison
     #: features are computed on Spark; larger inputs, and ``iterationShortcut: false`` (the plain
     #: loop kept as the reference), iterate on Spark. 0 = always Spark. The clusters are the same.
-    localMaxReferences: int = Field(20_000, ge=0)
+    localMaxReferences: int = Field(10_000, ge=0)
 
     @model_validator(mode="after")
     def _check_relations(self) -> "LinkageProfile":

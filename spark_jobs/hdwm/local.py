@@ -25,7 +25,7 @@ Python's (``math.log(x) / math.log(2)``, as Spark's ``StrictMath.log(x) /
 StrictMath.log(2)``), so a quality may differ from Spark's in its last bit.
 
 Bounded by design: the caller only takes this path for at most
-``localMaxReferences`` references (default 20,000), so the driver holds a few
+``localMaxReferences`` references (default 10,000), so the driver holds a few
 hundred thousand candidate pairs at most; larger inputs run on Spark.
 """
 

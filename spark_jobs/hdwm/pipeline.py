@@ -44,7 +44,7 @@ partition against ``iterationShortcut: false``):
   never scored before are scored (the score cache).
 
 Where the loop runs: an input of at most ``localMaxReferences`` references
-(default 20,000) is collected once after its comparison features are built
+(default 10,000) is collected once after its comparison features are built
 and iterates on the driver (``hdwm.local``: the same rules and shortcut in
 plain Python, no Spark job per step; at 5,000 references the Spark loop was
 about 150 small jobs). Larger inputs, and the plain loop
