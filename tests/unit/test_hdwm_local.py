@@ -47,25 +47,33 @@ def _local_inputs(spark, tokens, freq, ctokens):
     )
 
 
+@pytest.fixture(scope="module")
+def messy_tokens(spark, tmp_path_factory):
+    """400 messy references tokenised once (the blocking overrides below do not change tokens)."""
+    from hdwm.compare import comparison_tokens
+    from hdwm.frequency import token_frequencies
+    from hdwm.tokenizer import tokenize
+
+    refs = _messy_refs(tmp_path_factory.mktemp("messy"), 400, 5)
+    profile = load_profile("default").effective(len(refs))
+    df = spark.createDataFrame(refs, "record_id string, text string")
+    tokens = tokenize(df, profile).cache()
+    freq = token_frequencies(tokens).cache()
+    return refs, tokens, freq, _local_inputs(spark, tokens, freq, comparison_tokens(tokens, freq, profile, len(refs)))
+
+
 @pytest.mark.parametrize("overrides", [
     {},  # pair keys, rare tokens, frequent pairs under their cap
     {"maxBlockSize": 4},  # beta above the cap: blocks split in xxhash64 order
     {"initialPairBlocks": True, "numberPairBlocks": True},
     {"blockByPairs": False},
 ])
-def test_driver_blocks_are_sparks_blocks(spark, tmp_path, overrides):
+def test_driver_blocks_are_sparks_blocks(spark, messy_tokens, overrides):
     from hdwm.blocking import block_stats, build_blocks
-    from hdwm.compare import comparison_tokens
-    from hdwm.frequency import token_frequencies
     from hdwm.local import block_members, block_stats as local_stats
-    from hdwm.tokenizer import tokenize
 
-    refs = _messy_refs(tmp_path, 400, 5)
+    refs, tokens, freq, inp = messy_tokens
     profile = load_profile("default").model_copy(update=overrides).effective(len(refs))
-    df = spark.createDataFrame(refs, "record_id string, text string")
-    tokens = tokenize(df, profile).cache()
-    freq = token_frequencies(tokens).cache()
-    inp = _local_inputs(spark, tokens, freq, comparison_tokens(tokens, freq, profile, len(refs)))
     # every reference but a tenth of them, as after an iteration accepted some
     active_ids = sorted(r for r, _ in refs if random.Random(r).random() > 0.1)
     active = tokens.join(spark.createDataFrame([(r,) for r in active_ids], "record_id string"), "record_id")
@@ -103,21 +111,20 @@ def test_driver_quality_is_sparks_quality(spark):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("overrides", [{"epsilon": 0.6}, {"epsilon": 0.6, "clusterConsistency": False}])
-def test_driver_loop_links_as_the_spark_loop(spark, tmp_path, overrides):
-    """400 messy household references, clusters accepted over several iterations
+def test_driver_loop_links_as_the_spark_loop(spark, tmp_path):
+    """250 messy household references, clusters accepted over several iterations
     (epsilon 0.6): the partition, every iteration record
     (but its seconds) and the why-linked pairs are Spark's; human decisions too."""
     from hdwm.pipeline import link_references
 
-    refs = _messy_refs(tmp_path, 400, 11)
+    refs = _messy_refs(tmp_path, 250, 11)
     ids = sorted(r for r, _ in refs)
     must, cannot = [(ids[3], ids[40])], [(ids[5], ids[6])]
     dec = {"must_link": spark.createDataFrame(must, "id1 string, id2 string"),
            "cannot_link": spark.createDataFrame(cannot, "id1 string, id2 string")}
     out = {}
     for where, local in (("spark", 0), ("driver", 20_000)):
-        profile = load_profile("default").model_copy(update={**overrides, "localMaxReferences": local})
+        profile = load_profile("default").model_copy(update={"epsilon": 0.6, "localMaxReferences": local})
         res = link_references(spark, spark.createDataFrame(refs, "record_id string, text string"), profile,
                               str(tmp_path / where), **dec)
         links = sorted(tuple(round(x, 12) if isinstance(x, float) else x for x in r) for r in res.links.collect())

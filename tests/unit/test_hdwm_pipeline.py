@@ -108,7 +108,11 @@ def _link_both(spark, tmp_path, refs, overrides, must=None, cannot=None, where="
     out = []
     decisions = {k: spark.createDataFrame(v, "id1 string, id2 string")
                  for k, v in (("must_link", must), ("cannot_link", cannot)) if v}
+    key = (tuple(refs), tuple(sorted(overrides.items())), tuple(must or ()), tuple(cannot or ()))
     for shortcut in (True, False):
+        if not shortcut and key in _PLAIN:
+            out.append(_PLAIN[key])  # the plain loop of this case already ran (for the other ``where``)
+            continue
         local = 20_000 if shortcut and where == "driver" else 0
         profile = load_profile("default").model_copy(update={**overrides, "iterationShortcut": shortcut,
                                                              "localMaxReferences": local})
@@ -117,7 +121,13 @@ def _link_both(spark, tmp_path, refs, overrides, must=None, cannot=None, where="
         links = sorted(tuple(round(x, 12) if isinstance(x, float) else x for x in r) for r in res.links.collect())
         pairs = sorted(tuple(tuple(x) if isinstance(x, list) else x for x in r) for r in res.pairs.collect())
         out.append((links, pairs, res.metrics["iterations"]))
+        if not shortcut:
+            _PLAIN[key] = out[-1]
     return out
+
+
+#: the plain loop's result per case (it does not depend on ``where``)
+_PLAIN: dict = {}
 
 
 def _same_result(fast, plain):
