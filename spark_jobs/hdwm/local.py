@@ -31,9 +31,9 @@ hundred thousand candidate pairs at most; larger inputs run on Spark.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -42,6 +42,9 @@ import pandas as pd
 
 from .compare import WEIGHTED_COMPARATORS, score_tokens, score_with_profile, uses_evidence
 from .config import LinkageProfile
+from .pipeline import NEAR_MISS_BAND, _Iterations
+
+log = logging.getLogger("hdwm")
 
 _NUMERIC = re.compile(r"[0-9]+")
 _DIGIT = re.compile(r"[0-9]")
@@ -270,19 +273,22 @@ class _Candidates:
     retired: bool = False
 
 
-class LocalIterations:
+class LocalIterations(_Iterations):
     """The DWM iteration loop on the driver (module docstring).
 
-    After ``run()``: ``assigned`` (``AssignedRow`` list), ``why``
-    (``WhyRow`` list) and ``records`` (one dict per iteration, the keys of
-    ``hdwm.pipeline._Iterations``' records).
+    The loop itself (``run``: iteration records, stop rules, the shortcut's
+    skipped iterations) is ``hdwm.pipeline._Iterations``'; this class gives
+    it driver versions of its three steps (candidates, evaluation, close
+    calls). After ``run()``: ``assigned`` (``AssignedRow`` list), ``why``
+    (``WhyRow`` list) and ``records``.
     """
 
-    def __init__(self, profile: LinkageProfile, levels, clock, n_refs: int, inp: LocalInputs, say, near_miss: float):
+    def __init__(self, profile: LinkageProfile, levels, clock, n_refs: int, inp: LocalInputs):
         from .consistency import CANNOT_LINK, LINK, MUST_LINK
 
         self.profile, self.levels, self.clock, self.n_refs, self.inp = profile, levels, clock, n_refs, inp
-        self.say, self.near_miss = say, near_miss
+        self.shortcut = True  # the plain loop (iterationShortcut: false) runs on Spark
+        self.n_assigned = 0
         self.kinds = (LINK, MUST_LINK, CANNOT_LINK)
         self.order = sorted(inp.tokens)  # every reference of the run
         self.assigned_ids: set[str] = set()
@@ -296,58 +302,6 @@ class LocalIterations:
         fcols = [c for c in ("lead", "nums", "shared", "gstd", "street") if c in inp.features.columns]
         self.fcols = fcols
         self.frows = inp.features.set_index(inp.features["record_id"].astype(str))[fcols] if fcols else None
-
-    def run(self) -> None:
-        self.cands = None
-        try:
-            self._run()
-        finally:
-            self._retire(self.cands)
-
-    def _run(self) -> None:
-        cands, accepted, settled = None, None, None
-        for it, (mu, eps) in enumerate(self.levels, 1):
-            ti, before = time.time(), dict(self.clock.seconds)
-            rec = {"iteration": it, "mu": mu, "epsilon": eps, "references": self.n_refs - len(self.assigned_ids),
-                   "blocks": 0, "largest_block": 0, "pairs_compared": 0, "links": 0, "clusters": 0,
-                   "accepted_clusters": 0, "mean_quality": None, "unchanged": False, "components_checked": 0,
-                   "oversize_components": 0, "candidates": None, "seconds": 0.0}
-            self.records.append(rec)
-            if rec["references"] < 2:
-                self.say(f"iteration {it}: fewer than 2 references left, stop")
-                return
-            if cands is None or accepted is not None:
-                self._retire(cands)
-                cands = self.cands = self._candidates(it, cands, accepted)
-                settled = None
-            rec["candidates"] = cands.how if it == cands.built else "same"
-            rec.update(blocks=cands.stats["blocks"], largest_block=cands.stats["largest_block"],
-                       pairs_compared=cands.stats["pairs"], links=cands.links[it])
-            if rec["pairs_compared"] > 0:
-                cands.close_calls.append((it, mu))
-            if rec["pairs_compared"] == 0 or rec["links"] == 0:
-                rec["seconds"] = round(time.time() - ti, 2)
-                self.say(f"iteration {it}: mu={mu:.2f} refs={rec['references']} blocks={rec['blocks']} "
-                         f"pairs={rec['pairs_compared']} links={rec['links']}, stop")
-                return
-            if settled is not None and rec["links"] == settled["links"]:
-                rec.update({k: settled[k] for k in ("clusters", "mean_quality", "components_checked",
-                                                    "oversize_components")}, unchanged=True)
-                rec["seconds"] = round(time.time() - ti, 2)
-                self.say(f"iteration {it}: mu={mu:.2f} eps={eps:.2f} refs={rec['references']} links={rec['links']}: "
-                         f"the links of iteration {settled['iteration']}, so its {rec['clusters']} cluster(s), "
-                         f"none accepted (nothing recomputed)")
-                continue
-            accepted = self._evaluate(rec, cands, it, mu, eps)
-            settled = rec if accepted is None else None
-            rec["seconds"] = round(time.time() - ti, 2)
-            self.say(f"iteration {it}: mu={mu:.2f} eps={eps:.2f} refs={rec['references']} blocks={rec['blocks']} "
-                     f"largest_block={rec['largest_block']} oversize_blocks={cands.stats['oversize_blocks']} "
-                     f"pairs={rec['pairs_compared']} links={rec['links']} cc_rounds=0 clusters={rec['clusters']} "
-                     f"accepted={rec['accepted_clusters']} mean_quality={rec['mean_quality']} "
-                     f"({rec['seconds']}s: {self.clock.since(before)})")
-        self.say(f"mu={round(self.levels[-1][0] + self.profile.muIterate, 2) if self.levels else self.profile.mu:.2f}"
-                 f" > 1, stop")
 
     def _candidates(self, it: int, previous: _Candidates | None, accepted: set | None) -> _Candidates:
         restrict = previous is not None and accepted is not None and previous.stats["oversize_blocks"] == 0
@@ -408,9 +362,9 @@ class LocalIterations:
                 checked = sum(1 for n in size.values() if 3 <= n <= cap)
                 oversize = sum(1 for n in size.values() if n > cap)
                 if oversize:
-                    self.say(f"cluster consistency: {oversize} component(s) above consistencyMaxComponent={cap} are "
-                             f"not clusters at this mu; their references stay unassigned (largest "
-                             f"{max(size.values())} references)")
+                    log.warning("cluster consistency: %d component(s) above consistencyMaxComponent=%d are not "
+                                "clusters at this mu; their references stay unassigned (largest %s references)",
+                                oversize, cap, max(size.values()))
                 new_label = {r: c for r, c in label.items() if size[c] < 3}
                 if checked:
                     big = {r: c for r, c in label.items() if 3 <= size[c] <= cap}
@@ -437,16 +391,17 @@ class LocalIterations:
             rec.update(clusters=len(clusters), accepted_clusters=len(ok),
                        mean_quality=round(float(np.mean(list(quality.values()))), 4) if quality else None)
             if not ok:
-                return None
+                return 0, None
             acc = set()
             for c in sorted(ok):
                 m = clusters[c]
                 acc.update(m)
                 self.assigned.extend((r, c, it, float(mu), quality[c], len(m)) for r in m)
             self.assigned_ids |= acc
+            self.n_assigned = len(self.assigned_ids)
             self.why.extend((a, b, s, it, True) for a, b, s in links
                             if label.get(a) in ok and label.get(a) == label.get(b))
-            return acc
+            return 0, acc  # (closure rounds: none, the accepted ids)
 
     def _retire(self, cands: _Candidates | None) -> None:
         if cands is None or cands.retired:
@@ -455,7 +410,7 @@ class LocalIterations:
         if not cands.close_calls:
             return
         calls = list(reversed(cands.close_calls))
-        band = self.near_miss
+        band = NEAR_MISS_BAND
         with self.clock("quality"):
             for (a, b), s in cands.scored.items():
                 for it, mu in calls:

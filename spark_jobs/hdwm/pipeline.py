@@ -489,7 +489,7 @@ def _local_iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, must
         )
     _say(f"{n_refs} references ≤ localMaxReferences={profile.localMaxReferences}: iterations on the driver "
          f"(collected in {time.time() - t:.1f}s)")
-    loop = LocalIterations(profile, mu_levels(profile), clock, n_refs, inp, _say, NEAR_MISS_BAND)
+    loop = LocalIterations(profile, mu_levels(profile), clock, n_refs, inp)
     loop.run()
     with clock("collect"):
         a = pd.DataFrame(loop.assigned, columns=["record_id", "cluster_id", "iteration", "mu", "quality",
