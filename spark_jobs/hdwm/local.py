@@ -40,7 +40,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .compare import WEIGHTED_COMPARATORS, score_tokens, score_with_profile, uses_evidence
+from .compare import score_many, uses_evidence
 from .config import LinkageProfile
 from .pipeline import NEAR_MISS_BAND, _Iterations
 
@@ -192,17 +192,15 @@ def block_stats(members, profile: LinkageProfile) -> dict:
 # -- scoring ---------------------------------------------------------------------------------------
 
 
-def pair_scorer(features: pd.DataFrame, profile: LinkageProfile) -> Callable[[str, str], float | None]:
-    """``score(id1, id2)``: the pandas UDF's score of the pair
-    (``hdwm.compare.make_score_udf``), or None when a reference has no
-    feature row (the Spark path's inner join drops such a pair)."""
-    comparator = profile.comparator
+def pair_scorer(features: pd.DataFrame, profile: LinkageProfile) -> Callable[[list], list]:
+    """``score(pairs)``: for a list of ``(id1, id2)``, the pandas UDF's score of
+    each pair (``hdwm.compare.score_many``, as ``make_score_udf`` runs it), or
+    None where a reference has no feature row (the Spark path's inner join
+    drops such a pair). One call scores the whole list as one batch."""
     evidence = uses_evidence(profile)
-    weighted = comparator in WEIGHTED_COMPARATORS
     n = len(features)
-    col = features.get
     t = features["ctokens"].tolist()
-    w = col("cweights").tolist() if "cweights" in features.columns else [np.ones(len(x)) for x in t]
+    w = features["cweights"].tolist() if "cweights" in features.columns else [None] * n
     empty = np.array([], dtype=object)
     ev = None
     if evidence:
@@ -216,16 +214,15 @@ def pair_scorer(features: pd.DataFrame, profile: LinkageProfile) -> Callable[[st
                       take("street", empty)))
     pos = {str(r): i for i, r in enumerate(features["record_id"].tolist())}
 
-    def score(a: str, b: str):
-        i, j = pos.get(a), pos.get(b)
-        if i is None or j is None:
-            return None
-        if evidence:
-            return float(score_with_profile(t[i], w[i], t[j], w[j], profile, ev[i], ev[j]))
-        if weighted:
-            return float(score_with_profile(t[i], w[i], t[j], w[j], profile))
-        return float(score_tokens(t[i], t[j], comparator, profile.matrixNumTokenRule, profile.matrixInitialRule,
-                                  profile.initialRuleMode))
+    def score(pairs: list) -> list:
+        known = [(pos.get(a), pos.get(b)) for a, b in pairs]
+        live = [(i, j) for i, j in known if i is not None and j is not None]
+        got = score_many([t[i] for i, _ in live], [w[i] for i, _ in live], [t[j] for _, j in live],
+                         [w[j] for _, j in live], profile,
+                         [ev[i] for i, _ in live] if evidence else None,
+                         [ev[j] for _, j in live] if evidence else None).tolist() if live else []
+        it = iter(got)
+        return [None if i is None or j is None else next(it) for i, j in known]
 
     return score
 
@@ -325,10 +322,12 @@ class LocalIterations(_Iterations):
                 scored = {p: s for p, s in previous.scored.items() if p[0] not in accepted and p[1] not in accepted}
             else:
                 scored = {}
+                fresh = [p for p in pairs if p not in self.cache]
+                batch = dict(zip(fresh, self.score(fresh)))
                 for p in pairs:
                     s = self.cache.get(p)
                     if s is None:
-                        s = self.score(*p)
+                        s = batch[p]
                         if s is None:
                             continue  # a reference without features: the Spark path's inner join drops it
                         if p in self.cannot:
