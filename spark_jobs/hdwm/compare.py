@@ -541,8 +541,9 @@ def _matrix_scores(cells: _Cells, sel: np.ndarray, comparator: str, num_rule, in
 def score_many(a_lists, wa_lists, b_lists, wb_lists, profile: LinkageProfile, ev_a=None, ev_b=None) -> np.ndarray:
     """``score_with_profile`` of P pairs at once: element ``i`` scores
     ``(a_lists[i], wa_lists[i])`` against ``(b_lists[i], wb_lists[i])``
-    (token sequences and their IDF weights; a weight list may be None, meaning
-    1.0 each); ``ev_a``/``ev_b``: None or P evidence tuples each.
+    (sequences of non-empty strings, as ``comparison_tokens`` gives them, and
+    their finite IDF weights, one per token; a weight list may be None,
+    meaning 1.0 each); ``ev_a``/``ev_b``: None or P evidence tuples each.
 
     The evidence verdicts stay per pair. The token similarity matrices of
     every pair are built as one flat array of cells (one ``cpdist`` call over
@@ -553,13 +554,16 @@ def score_many(a_lists, wa_lists, b_lists, wb_lists, profile: LinkageProfile, ev
     (``tests/unit/test_hdwm_compare_batch.py``). Cosine and MongeElkan score
     per pair. Returns a float64 array of P scores in [0, 1].
     Raises:
-        ValueError: unknown comparator.
+        ValueError: unknown comparator or comparatorFloor; a weight list whose
+            length differs from its token list's.
     """
     P = len(a_lists)
     out = np.zeros(P, dtype=np.float64)
     comparator = profile.comparator
     if comparator not in WEIGHTED_COMPARATORS + ("ScoringMatrixKris", "ScoringMatrixStd"):
         raise ValueError(f"unknown comparator {comparator!r}")
+    if profile.comparatorFloor not in ("none", "ScoringMatrixKris", "ScoringMatrixStd"):
+        raise ValueError(f"unknown comparatorFloor {profile.comparatorFloor!r}")
     args = (profile.matrixNumTokenRule, profile.matrixInitialRule, profile.initialRuleMode)
     todo = []
     evidence = ev_a is not None and ev_b is not None and uses_evidence(profile)
@@ -574,6 +578,10 @@ def score_many(a_lists, wa_lists, b_lists, wb_lists, profile: LinkageProfile, ev
             out[i] = score_with_profile(a_lists[i], wa_lists[i], b_lists[i], wb_lists[i], profile)
         elif a_lists[i] is not None and b_lists[i] is not None and len(a_lists[i]) and len(b_lists[i]):
             todo.append(i)  # an empty side scores 0
+    for i in todo:
+        for toks, ws in ((a_lists[i], wa_lists[i]), (b_lists[i], wb_lists[i])):
+            if ws is not None and len(ws) != len(toks):
+                raise ValueError(f"pair {i}: {len(ws)} weights for {len(toks)} tokens")
     for s in range(0, len(todo), SCORE_BATCH_PAIRS):
         idx = todo[s: s + SCORE_BATCH_PAIRS]
         cells = _Cells([a_lists[i] for i in idx], [b_lists[i] for i in idx])

@@ -128,3 +128,14 @@ def test_unknown_comparator_raises():
     profile = load_profile("default").model_copy(update={"comparator": "Jaccard"})
     with pytest.raises(ValueError, match="unknown comparator"):
         score_many([["A"]], [None], [["A"]], [None], profile)
+
+
+def test_unknown_floor_and_misaligned_weights_raise():
+    floor = load_profile("default").model_copy(update={"comparatorFloor": "Cosine"})
+    with pytest.raises(ValueError, match="unknown comparatorFloor"):
+        score_many([["A"]], [None], [["A"]], [None], floor)
+    profile = load_profile("default")
+    # two weights for three tokens: concatenated, the next pair's weights would shift into this one
+    with pytest.raises(ValueError, match="pair 0: 2 weights for 3 tokens"):
+        score_many([["A1", "BB", "CC"], ["XX", "YY"]], [[1.0, 2.0], [1.0, 1.0]],
+                   [["A1", "BB", "CC"], ["XX", "YY"]], [None, None], profile)
