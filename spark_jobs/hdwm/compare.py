@@ -232,12 +232,23 @@ def _matrix_score(a, b, comparator, num_rule, initial_rule, initial_mode) -> flo
     with ScoringMatrixKris' row weights ``(m − j) / (m(m+1)/2)`` or Std's ``1/m``."""
     m, n = len(a), len(b)
     cells = _similarity_cells(a, [1.0] * m, b, [1.0] * n, num_rule, initial_rule, initial_mode, 0.0, 0)
-    if comparator == "ScoringMatrixKris":
-        base = m * (m + 1) / 2.0
-        score = sum(v * ((m - j) / base) for j, v in _greedy(cells, n))
-    else:
-        score = sum(v * (1.0 / m) for j, v in _greedy(cells, n))
+    weight = ROW_WEIGHTS[comparator]
+    score = sum(v * weight(m, j) for j, v in _greedy(cells, n))
     return float(min(max(score, 0.0), 1.0))
+
+
+def _kris_weight(m: int, j: int) -> float:
+    """ScoringMatrixKris: row ``j`` (0-based) of ``m`` weighs ``(m − j) / (m(m+1)/2)``."""
+    return (m - j) / (m * (m + 1) / 2.0)
+
+
+def _std_weight(m: int, j: int) -> float:
+    """ScoringMatrixStd: every row of ``m`` weighs ``1/m``."""
+    return 1.0 / m
+
+
+#: the scoring matrices' row weights, ``weight(m, j)`` (module doc); the per-pair and the batched scorer read them
+ROW_WEIGHTS = {"ScoringMatrixKris": _kris_weight, "ScoringMatrixStd": _std_weight}
 
 
 def score_weighted(
@@ -359,7 +370,7 @@ def score_with_profile(a, wa, b, wb, profile: LinkageProfile, ev_a=None, ev_b=No
     Returns a float in [0, 1].
     """
     if ev_a is not None and ev_b is not None and uses_evidence(profile):
-        verdict = evidence_score(ev_a[0], ev_a[1], ev_b[0], ev_b[1], profile, *_household(ev_a, ev_b))
+        verdict = _verdict(ev_a, ev_b, profile)
         if verdict is not None:
             return verdict
     args = (profile.matrixNumTokenRule, profile.matrixInitialRule, profile.initialRuleMode)
@@ -386,6 +397,11 @@ def score_with_profile(a, wa, b, wb, profile: LinkageProfile, ev_a=None, ev_b=No
 
 
 WEIGHTED_COMPARATORS = ("WeightedTokenMatch", "Cosine", "MongeElkan")
+
+
+def _verdict(ev_a, ev_b, profile: LinkageProfile):
+    """``evidence_score`` of two evidence tuples ``(lead, nums[, shared, gstd[, street]])``: 0.0, 1.0 or None."""
+    return evidence_score(ev_a[0], ev_a[1], ev_b[0], ev_b[1], profile, *_household(ev_a, ev_b))
 
 
 def _household(ev_a, ev_b) -> tuple:
@@ -520,21 +536,12 @@ def _greedy_sums(cells: _Cells, value: np.ndarray, keep: np.ndarray, rows_are_a:
     return out
 
 
-def _kris_weight(m: int, j: int) -> float:
-    return (m - j) / (m * (m + 1) / 2.0)
-
-
-def _std_weight(m: int, j: int) -> float:
-    return 1.0 / m
-
-
 def _matrix_scores(cells: _Cells, sel: np.ndarray, comparator: str, num_rule, initial_rule, initial_mode) -> list:
     """``score_tokens`` of every pair (``sel``: bool per pair, which to score; the others get 0.0)."""
     chosen = sel[cells.pair]
     s = cells.ruled(num_rule, initial_rule, initial_mode, 0, chosen)
     keep = (s > 0.0) & chosen
-    weight = _kris_weight if comparator == "ScoringMatrixKris" else _std_weight
-    sums = _greedy_sums(cells, s, keep, cells.m <= cells.n, weight)
+    sums = _greedy_sums(cells, s, keep, cells.m <= cells.n, ROW_WEIGHTS[comparator])
     return [float(min(max(x, 0.0), 1.0)) if ok else 0.0 for x, ok in zip(sums, sel.tolist())]
 
 
@@ -569,8 +576,7 @@ def score_many(a_lists, wa_lists, b_lists, wb_lists, profile: LinkageProfile, ev
     evidence = ev_a is not None and ev_b is not None and uses_evidence(profile)
     for i in range(P):
         if evidence:
-            verdict = evidence_score(ev_a[i][0], ev_a[i][1], ev_b[i][0], ev_b[i][1], profile,
-                                     *_household(ev_a[i], ev_b[i]))
+            verdict = _verdict(ev_a[i], ev_b[i], profile)
             if verdict is not None:
                 out[i] = verdict
                 continue
