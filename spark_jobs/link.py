@@ -200,8 +200,8 @@ def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, reg
 
     from hdwm.config import load_profile
     from hdwm.progress import watch_engine
-    from hdwm.registry import (check_sources, clear_markers, read_version, ref_key_col, resolve_base,
-                               write_version)
+    from hdwm.registry import (SOURCE_PATTERN, check_sources, clear_markers, read_version, ref_key_col,
+                               resolve_base, write_version)
     from hdwm.spark import get_spark, tune_for_input
 
     t0 = time.time()
@@ -234,11 +234,6 @@ def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, reg
         raise LinkInputError(f"{curated}: no record_id column")
     if source_col not in df.columns:
         raise LinkInputError(f"{curated}: no source column {source_col!r} (references are keyed by source and record_id)")
-    src = df.select(F.col(source_col).cast("string").alias("source"))
-    try:
-        check_sources(src)
-    except ValueError as exc:
-        raise LinkInputError(f"{curated}: {exc}") from None
     cols = [F.col(source_col).cast("string").alias("source"), F.col("record_id").cast("string").alias("record_id"),
             reference_text(df).alias("text")]
     if "truth_entity" in df.columns:
@@ -246,8 +241,17 @@ def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, reg
     if registry:
         cols.append(attributes_map(df).alias("attributes"))
     refs = df.select(*cols).withColumn("ref_key", ref_key_col()).localCheckpoint(eager=True)
+    # one pass for the counts and the source-name check (each Spark job costs a round trip;
+    # the names of the bad sources are only looked up when there are some)
+    bad_source = F.col("source").isNull() | ~F.col("source").rlike(SOURCE_PATTERN.pattern)
     crow = refs.agg(F.count(F.lit(1)).alias("n"), F.countDistinct("ref_key").alias("d"),
-                    F.countDistinct("record_id").alias("r"), F.countDistinct("source").alias("s")).first()
+                    F.countDistinct("record_id").alias("r"), F.countDistinct("source").alias("s"),
+                    F.count(F.when(bad_source, 1)).alias("bad")).first()
+    if crow["bad"]:
+        try:
+            check_sources(refs)
+        except ValueError as exc:
+            raise LinkInputError(f"{curated}: {exc}") from None
     if crow["n"] != crow["d"]:
         nulls = refs.filter(F.col("record_id").isNull() | F.col("source").isNull()).count()
         if nulls:
@@ -339,7 +343,9 @@ def _link_alone(spark, refs, ds, profile, must, cannot, ckpt, unique_ids: bool):
     from hdwm.metrics import pairwise_metrics
     from hdwm.registry import mint_id_col
 
-    sub = refs.select("ref_key", "text", *(["truth_entity"] if "truth_entity" in refs.columns else []))
+    # no truth_entity for the engine: the pairwise figures are computed once, below, on the
+    # clusters after the decisions (the engine's own would be a second Spark query of ~13 jobs)
+    sub = refs.select("ref_key", "text")
     clusters, emetrics, pairs = engine_link(spark, sub, profile, None, None, must, cannot, ckpt)
     clusters = enforce_decisions(clusters, must, cannot)
     w = Window.partitionBy("cluster")
