@@ -224,6 +224,10 @@ class LinkageProfile(BaseModel):
     #: within identifierMatchMaxEdits edits -> the pair scores 1.0.
     identifierMatchRule: bool = False
     identifierMatchMaxEdits: int = Field(1, ge=0)
+    #: washline: with identifierMatchRule, a name part that gives an initial
+    #: instead of a given name agrees when its initials and surname agree with
+    #: the other's (``hdwm.evidence.initials_agree``).
+    identifierMatchInitials: bool = False
     #: shortest all-digit token (digits) taken as an identifier/long number.
     identifierMinLen: int = Field(7, ge=4)
     #: two long numbers within this many Damerau–Levenshtein edits agree.

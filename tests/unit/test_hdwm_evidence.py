@@ -15,6 +15,7 @@ from hdwm.evidence import (
     given_name_conflict,
     given_names_agree,
     identifier_match,
+    initials_agree,
     is_date_token,
     leading_names,
     long_numbers,
@@ -152,6 +153,39 @@ def test_conflict_and_match_rules():
     assert evidence_score(["DONALD", "X"], ["12416962"], ["DONALD", "Y"], ["12461926"], p) is None
     assert evidence_score(*darrell, *amparo, p) == 0.0
     assert given_names_agree(["BOB"], ["ROBERT"]) and not given_names_agree(["B"], ["BOB"])
+
+
+def test_an_initial_with_an_agreeing_surname_counts_for_an_identifier_match():
+    # S8P pairs across a move (session 20): one side writes initials where the given name would be
+    assert initials_agree(["M", "LUND"], ["MICHELLE", "M", "LUND"])
+    assert initials_agree(["C", "ROY"], ["BRYANT", "C", "ROY"])  # the middle initial, written first
+    assert initials_agree(["S", "L", "TREZONA"], ["L", "TREZONA"])
+    assert initials_agree(["L", "DEALY"], ["JAMES", "L", "DELAY"])  # a surname typo (JW 0.95)
+    assert initials_agree(["JAMES", "L", "DELAY"], ["L", "DEALY"])  # either side may hold the initial
+    # an initial of no token of the other name part, another surname, no surname: no agreement
+    assert not initials_agree(["K", "LUND"], ["MICHELLE", "M", "LUND"])
+    assert not initials_agree(["M", "LUND"], ["MICHELLE", "M", "PETERSON"])
+    assert not initials_agree(["M"], ["MICHELLE", "M", "LUND"])
+    assert not initials_agree(["M", "JR"], ["MICHELLE", "M", "JR"])  # a generation suffix is no surname
+    # two full given names are given_names_agree's to decide, never this rule's
+    assert not initials_agree(["MARK", "LUND"], ["MICHELLE", "LUND"])
+    assert not initials_agree([], ["M", "LUND"]) and not initials_agree(None, ["M", "LUND"])
+
+    a, b = (["M", "LUND"], ["12379275"]), (["MICHELLE", "M", "LUND"], ["12379275"])
+    assert not identifier_match(*a, *b, 1)  # off: an initial is no given name
+    assert identifier_match(*a, *b, 1, initials=True)
+    assert identifier_match(*a, ["MICHELLE", "M", "LUND"], ["12379725"], 1, initials=True)  # one transposition
+    assert not identifier_match(*a, ["MICHELLE", "M", "LUND"], ["12739725"], 1, initials=True)  # two edits
+    assert not identifier_match(["M", "LUND"], ["19800315"], ["MICHELLE", "LUND"], ["19800315"], 1, initials=True)  # a date
+
+    class On(_P):
+        identifierMatchInitials = True
+        generationConflictRule = True
+
+    assert evidence_score(*a, *b, _P()) is None
+    assert evidence_score(*a, *b, On()) == 1.0
+    # a veto still comes first: a JR against a SR of one SSN
+    assert evidence_score(["M", "LUND", "JR"], ["12379275"], ["MICHELLE", "LUND", "SR"], ["12379275"], On()) == 0.0
 
 
 @pytest.mark.parametrize(
