@@ -53,7 +53,7 @@ from pyspark.sql import types as T
 from rapidfuzz.distance import DamerauLevenshtein
 
 from .config import LinkageProfile
-from .evidence import evidence_columns, evidence_score, given_name_first, shared_identifiers
+from .evidence import evidence_frame, evidence_score, given_name_first, shared_identifiers
 
 
 def comparison_tokens(
@@ -63,7 +63,7 @@ def comparison_tokens(
     ``cweights`` array<double>, ``lead`` array<string>, ``nums`` array<string>,
     ``shared`` array<string>, ``gstd`` boolean, ``street`` array<string>):
     ``lead``/``nums``/``street`` are the negative-evidence features of the *full* token
-    list (``hdwm.evidence.evidence_columns``), ``shared`` the household identifiers
+    list (``hdwm.evidence.evidence_frame``), ``shared`` the household identifiers
     and ``gstd`` whether the given name is a standard token; stop tokens (and excluded blocking tokens)
     removed, order kept. ``cweights[i]`` is the inverse document frequency
     ``ln(n_refs / freq)`` of ``ctokens[i]`` (natural log; ``n_refs`` defaults
@@ -85,8 +85,7 @@ def comparison_tokens(
             ~F.col("token").rlike(r"^\d+$") | (F.length("token") >= profile.minNumBlkTokenLen)
         )
     n = float(n_refs or 1)
-    lead, nums, street = evidence_columns("tokens", profile.identifierMinLen)
-    ev = tokens.select("record_id", lead, nums, street)
+    ev = evidence_frame(tokens, profile.identifierMinLen)
     if profile.givenNameFromData:
         ev = given_name_first(ev)
     # washline household evidence: household identifiers per reference, and

@@ -86,7 +86,7 @@ def test_no_scaling_keeps_dwm_absolute_counts():
 
 def test_digits_other_than_0_to_9_are_no_numbers():
     # the tokenizer keeps fullwidth, Arabic-Indic and superscript digits in tokens; like the Spark
-    # forms (evidence_columns: [0-9]) the Python forms read them as letters, and never crash on them
+    # forms (evidence_frame: [0-9]) the Python forms read them as letters, and never crash on them
     sup, full, arabic = "\u00b2" * 8, "\uff11\uff19\uff18\uff10\uff10\uff13\uff11\uff15", "\u0661\u0662"
     assert not is_date_token(sup) and not is_date_token(full) and date_readings(sup[:7]) == set()
     assert long_numbers([full, sup, "1234567"]) == ["1234567"]
@@ -249,8 +249,8 @@ def test_alias_folding():
 
 
 @pytest.mark.spark
-def test_spark_evidence_columns_and_folding_match_python(spark):
-    from hdwm.evidence import evidence_columns
+def test_spark_evidence_frame_and_folding_match_python(spark):
+    from hdwm.evidence import evidence_frame
     from hdwm.tokenizer import tokenize
 
     rows = [("a", "Darrell,A,Soliz-Fajardo,5032,E,Tyler,Avenue,Fresno,,California,93727,,,012-06-9502,19360814"),
@@ -263,7 +263,7 @@ def test_spark_evidence_columns_and_folding_match_python(spark):
     prof = LinkageProfile(beta=4, sigma=10, tokenizerType="CompressNbr", stripLeadingZeros=True,
                           removeDuplicateTokens=True, foldAbbreviations=True)
     toks = tokenize(spark.createDataFrame(rows, "record_id string, text string"), prof)
-    got = {r.record_id: r for r in toks.select("record_id", "tokens", *evidence_columns("tokens", 7)).collect()}
+    got = {r.record_id: r for r in toks.join(evidence_frame(toks, 7), "record_id").collect()}
     assert got["a"].tokens == ["DARRELL", "A", "SOLIZ", "FAJARDO", "5032", "E", "TYLER", "AVE", "FRESNO", "CA",
                                "93727", "12069502", "19360814"]
     for r in got.values():
