@@ -243,8 +243,9 @@ class LinkageProfile(BaseModel):
     givenNameFromData: bool = False
     householdIdentifierRule: bool = False
     #: washline: both references hold exactly one full date, the dates differ
-    #: by more than one edit and by at least 15 years, and no identifier is
-    #: exactly equal -> score 0 (a junior and a senior of one name and address).
+    #: by more than one edit and by at least 15 years, and no identifier agrees
+    #: within identifierMatchMaxEdits edits -> score 0 (a junior and a senior of
+    #: one name and address).
     dateOfBirthConflictRule: bool = False
     #: washline positive evidence: the same given name, another name token
     #: and one full date of birth each (within one edit) -> the pair scores 1.0.

@@ -503,9 +503,11 @@ def conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, shared_b
     if getattr(profile, "dateOfBirthConflictRule", False) and date_of_birth_conflict(nums_a, nums_b):
         # a junior and a senior: same name and address, another date of birth a
         # generation away (Fellegi-Sunter: a disagreeing date of birth weighs
-        # heavily) – unless an identifier is exactly equal (data sets such as
-        # FEBRL replace a duplicate's date of birth by another value)
-        if not (ia and ib and set(ia) & set(ib)):
+        # heavily) – unless an identifier agrees within identifierMatchMaxEdits
+        # edits, the closeness at which identifierMatchRule takes two identifiers
+        # for one (data sets such as FEBRL replace a duplicate's date of birth by
+        # another value, and may mistype its SSN as well)
+        if not (ia and ib and _numbers_agree(ia, ib, getattr(profile, "identifierMatchMaxEdits", 0))):
             return True
     if profile.identifierConflictRule:
         # no long number agrees (identifiers, and dates: a shared date of birth lifts the veto)

@@ -75,13 +75,19 @@ def test_junior_and_senior_sharing_a_phone_are_vetoed_not_matched():
     # same name, same landline, other dates of birth: the phone used to make
     # an identifier match (score 1.0); the date of birth now vetoes the pair
     jr = (["JOHN", "SMITH", "JR"], ["5015551239", "19800315"])
-    sr = (["JOHN", "SMITH"], ["5015551234", "19550702"])  # nearly equal numbers (one digit)
+    sr = (["JOHN", "SMITH"], ["5015551284", "19550702"])  # nearly equal numbers (two digits)
     assert evidence_score(*jr, *sr, PROFILE) == 0.0
-    off = PROFILE.model_copy(update={"dateOfBirthConflictRule": False, "generationConflictRule": False})
+    off = PROFILE.model_copy(update={"dateOfBirthConflictRule": False, "generationConflictRule": False,
+                                     "identifierMatchMaxEdits": 2})
     assert evidence_score(*jr, *sr, off) == 1.0
-    # an exactly equal identifier lifts the date veto (FEBRL replaces dates of birth)
+    # an equal identifier lifts the date veto (FEBRL replaces dates of birth) ...
     assert evidence_score(["AMY", "MCCARTHY"], ["19381203", "4829707"],
                           ["AMY", "MCCARTHY"], ["19721005", "4829707"], PROFILE) == 1.0
+    # ... and so does one within identifierMatchMaxEdits (1) edits: FEBRL mistypes the SSN as well
+    assert evidence_score(["AMY", "MCCARTHY"], ["19381203", "4829707"],
+                          ["AMY", "MCCARTHY"], ["19721005", "4829770"], PROFILE) == 1.0
+    assert evidence_score(["AMY", "MCCARTHY"], ["19381203", "4829707"],
+                          ["AMY", "MCCARTHY"], ["19721005", "4892770"], PROFILE) == 0.0
     # the same person with one digit of the date mistyped, in another shape, stays a match
     a = (["JOHN", "SMITH"], ["123456789", "19800315"])
     b = (["JOHN", "SMITH"], ["123456789", "03161980"])
