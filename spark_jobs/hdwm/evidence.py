@@ -668,15 +668,17 @@ def evidence_frame(tokens, min_len: int = 7, tokens_col: str = "tokens"):
 
 def _initials_side_agrees(short, other) -> bool:
     """``short`` (a name part that starts with an initial) agrees with ``other``:
-    each of its one-letter tokens is the first letter of a token of ``other``,
-    and it holds a token of two letters or more (not a generation suffix) that
-    agrees with one of ``other``'s (``_name_tokens_agree``: the surname)."""
-    firsts = {t[0] for t in other if t}
-    if any(len(t) == 1 and t not in firsts for t in short):
-        return False
+    it holds a token of two letters or more (not a generation suffix) that
+    agrees with one of ``other``'s (``_name_tokens_agree``: the surname), and
+    each of its one-letter tokens is the first letter of one of ``other``'s
+    remaining tokens (not of the surname: ``S SMITH`` is no ``J SMITH``)."""
     words = [t for t in short if len(t) >= 2 and t not in GENERATION_CLASSES]
-    others = [t for t in other if len(t) >= 2 and t not in GENERATION_CLASSES]
-    return any(_name_tokens_agree(x, y) for x in words for y in others)
+    surnames = {y for y in other if len(y) >= 2 and y not in GENERATION_CLASSES
+                and any(_name_tokens_agree(x, y) for x in words)}
+    if not surnames:
+        return False
+    firsts = {t[0] for t in other if t and t not in surnames}
+    return all(t in firsts for t in short if len(t) == 1)
 
 
 def initials_agree(lead_a, lead_b) -> bool:

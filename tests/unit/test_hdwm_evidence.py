@@ -167,6 +167,9 @@ def test_an_initial_with_an_agreeing_surname_counts_for_an_identifier_match():
     assert not initials_agree(["M", "LUND"], ["MICHELLE", "M", "PETERSON"])
     assert not initials_agree(["M"], ["MICHELLE", "M", "LUND"])
     assert not initials_agree(["M", "JR"], ["MICHELLE", "M", "JR"])  # a generation suffix is no surname
+    # the initial must stand for a token other than the surname: S SMITH is not J SMITH
+    assert not initials_agree(["S", "SMITH"], ["J", "SMITH"]) and not initials_agree(["S", "SMITH"], ["JOHN", "SMITH"])
+    assert initials_agree(["J", "SMITH"], ["JOHN", "SMITH"])
     # two full given names are given_names_agree's to decide, never this rule's
     assert not initials_agree(["MARK", "LUND"], ["MICHELLE", "LUND"])
     assert not initials_agree([], ["M", "LUND"]) and not initials_agree(None, ["M", "LUND"])
