@@ -90,7 +90,8 @@ def comparison_tokens(
         ev = given_name_first(ev)
     # washline household evidence: household identifiers per reference, and
     # whether the given name (first name token) is a standard (frequent) token
-    if profile.householdIdentifierRule:
+    # (identifierMatchInitials reads them too: an initial is never tied to a person through one)
+    if profile.householdIdentifierRule or (profile.identifierMatchRule and profile.identifierMatchInitials):
         ev = ev.join(shared_identifiers(ev, profile), "record_id", "left")
     else:
         ev = ev.withColumn("shared", F.lit(None).cast("array<string>"))

@@ -503,11 +503,15 @@ def conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, shared_b
     if getattr(profile, "dateOfBirthConflictRule", False) and date_of_birth_conflict(nums_a, nums_b):
         # a junior and a senior: same name and address, another date of birth a
         # generation away (Fellegi-Sunter: a disagreeing date of birth weighs
-        # heavily) – unless an identifier agrees within identifierMatchMaxEdits
-        # edits, the closeness at which identifierMatchRule takes two identifiers
-        # for one (data sets such as FEBRL replace a duplicate's date of birth by
-        # another value, and may mistype its SSN as well)
-        if not (ia and ib and _numbers_agree(ia, ib, getattr(profile, "identifierMatchMaxEdits", 0))):
+        # heavily) – unless an identifier is within identifierMatchMaxEdits
+        # Damerau-Levenshtein edits of one of the other (data sets such as FEBRL
+        # replace a duplicate's date of birth by another value, and may mistype
+        # its SSN as well); a local number inside a longer one (a landline with
+        # and without its area code) does not lift it: a junior and a senior
+        # share the landline
+        k_match = getattr(profile, "identifierMatchMaxEdits", 0)
+        if not (ia and ib and any(DamerauLevenshtein.distance(x, y, score_cutoff=k_match) <= k_match
+                                  for x in ia for y in ib)):
             return True
     if profile.identifierConflictRule:
         # no long number agrees (identifiers, and dates: a shared date of birth lifts the veto)
@@ -671,9 +675,13 @@ def _initials_side_agrees(short, other) -> bool:
     it holds a token of two letters or more (not a generation suffix) that
     agrees with one of ``other``'s (``_name_tokens_agree``: the surname), and
     each of its one-letter tokens is the first letter of one of ``other``'s
-    remaining tokens (not of the surname: ``S SMITH`` is no ``J SMITH``)."""
+    remaining tokens (not of the surname: ``S SMITH`` is no ``J SMITH``). When
+    ``other`` starts with a given name (two letters or more), the surname is
+    looked for after it."""
     words = [t for t in short if len(t) >= 2 and t not in GENERATION_CLASSES]
-    surnames = {y for y in other if len(y) >= 2 and y not in GENERATION_CLASSES
+    # the other's given name (a first token of two letters or more) is no surname: M JAMES is no JAMES MILLER
+    later = other[1:] if len(other[0]) >= 2 else other
+    surnames = {y for y in later if len(y) >= 2 and y not in GENERATION_CLASSES
                 and any(_name_tokens_agree(x, y) for x in words)}
     if not surnames:
         return False
@@ -699,17 +707,31 @@ def initials_agree(lead_a, lead_b) -> bool:
 
 
 def identifier_match(lead_a, nums_a, lead_b, nums_b, max_edits: int = 1, shared_a=None, shared_b=None,
-                     initials: bool = False) -> bool:
-    """Given names agree (``given_names_agree``; with ``initials`` also
-    ``initials_agree``) and two identifiers (long numbers that are not
-    ``YYYYMMDD`` dates, nor household identifiers listed in
-    ``shared_a``/``shared_b``) are within ``max_edits`` edits."""
+                     initials: bool = False, household_a=None, household_b=None) -> bool:
+    """Given names agree (``given_names_agree``) and two identifiers (long
+    numbers that are not ``YYYYMMDD`` dates, nor household identifiers listed
+    in ``shared_a``/``shared_b``) are within ``max_edits`` edits.
+
+    With ``initials``, an initial that ``initials_agree`` with the other name
+    part also counts, but only through an identifier that is no household
+    number (``household_a``/``household_b``: ``shared_identifiers``, a number
+    held by references whose given names conflict): ``J SMITH`` of a landline
+    that ``JANE SMITH`` and ``JOHN SMITH`` both write could be either.
+    """
     shared = set(shared_a if shared_a is not None else ()) | set(shared_b if shared_b is not None else ())
     ia = [t for t in (nums_a if nums_a is not None else ()) if not is_date_like(t) and t not in shared]
     ib = [t for t in (nums_b if nums_b is not None else ()) if not is_date_like(t) and t not in shared]
     if not (ia and ib and _numbers_agree(ia, ib, max_edits)):
         return False
-    return given_names_agree(lead_a, lead_b) or (initials and initials_agree(lead_a, lead_b))
+    if given_names_agree(lead_a, lead_b):
+        return True
+    if not (initials and initials_agree(lead_a, lead_b)):
+        return False
+    house = set(household_a if household_a is not None else ()) | set(household_b if household_b is not None else ())
+    if house:
+        ia = [t for t in ia if t not in house]
+        ib = [t for t in ib if t not in house]
+    return bool(ia and ib and _numbers_agree(ia, ib, max_edits))
 
 
 def evidence_score(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, shared_b=None,
@@ -719,11 +741,12 @@ def evidence_score(lead_a, nums_a, lead_b, nums_b, profile, shared_a=None, share
     (no rule decides; the comparator's score stands)."""
     if conflicting(lead_a, nums_a, lead_b, nums_b, profile, shared_a, shared_b, std_a, std_b, street_a, street_b):
         return 0.0
+    household_a, household_b = shared_a, shared_b  # the initials path never ties through these
     if not getattr(profile, "householdIdentifierRule", False):
         shared_a = shared_b = None
     if profile.identifierMatchRule and identifier_match(
         lead_a, nums_a, lead_b, nums_b, profile.identifierMatchMaxEdits, shared_a, shared_b,
-        getattr(profile, "identifierMatchInitials", False),
+        getattr(profile, "identifierMatchInitials", False), household_a, household_b,
     ):
         return 1.0
     return None

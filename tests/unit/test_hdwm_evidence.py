@@ -170,6 +170,8 @@ def test_an_initial_with_an_agreeing_surname_counts_for_an_identifier_match():
     # the initial must stand for a token other than the surname: S SMITH is not J SMITH
     assert not initials_agree(["S", "SMITH"], ["J", "SMITH"]) and not initials_agree(["S", "SMITH"], ["JOHN", "SMITH"])
     assert initials_agree(["J", "SMITH"], ["JOHN", "SMITH"])
+    # the other's given name is no surname: M JAMES is not JAMES MILLER
+    assert not initials_agree(["M", "JAMES"], ["JAMES", "MILLER"])
     # two full given names are given_names_agree's to decide, never this rule's
     assert not initials_agree(["MARK", "LUND"], ["MICHELLE", "LUND"])
     assert not initials_agree([], ["M", "LUND"]) and not initials_agree(None, ["M", "LUND"])
@@ -181,12 +183,23 @@ def test_an_initial_with_an_agreeing_surname_counts_for_an_identifier_match():
     assert not identifier_match(*a, ["MICHELLE", "M", "LUND"], ["12739725"], 1, initials=True)  # two edits
     assert not identifier_match(["M", "LUND"], ["19800315"], ["MICHELLE", "LUND"], ["19800315"], 1, initials=True)  # a date
 
+    # a household number (held by references whose given names conflict: JANE and JOHN SMITH's landline)
+    # never ties an initial to a person; a personal one still does
+    j, john = (["J", "SMITH"], ["5551234567"]), (["JOHN", "A", "SMITH"], ["5551234567"])
+    assert identifier_match(*j, *john, 1, initials=True)
+    assert not identifier_match(*j, *john, 1, initials=True, household_a=["5551234567"])
+    assert identifier_match(["J", "SMITH"], ["5551234567", "123456789"], ["JOHN", "SMITH"], ["5551234567", "123456789"],
+                            1, initials=True, household_a=["5551234567"])
+    # ... while two agreeing given names are not affected by it (householdIdentifierRule decides those)
+    assert identifier_match(["JOHN", "SMITH"], ["5551234567"], *john, 1, household_a=["5551234567"])
+
     class On(_P):
         identifierMatchInitials = True
         generationConflictRule = True
 
     assert evidence_score(*a, *b, _P()) is None
     assert evidence_score(*a, *b, On()) == 1.0
+    assert evidence_score(*a, *b, On(), ["12379275"], None) is None  # a household number (shared_identifiers)
     # a veto still comes first: a JR against a SR of one SSN
     assert evidence_score(["M", "LUND", "JR"], ["12379275"], ["MICHELLE", "LUND", "SR"], ["12379275"], On()) == 0.0
 
