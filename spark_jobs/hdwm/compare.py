@@ -53,11 +53,12 @@ from pyspark.sql import types as T
 from rapidfuzz.distance import DamerauLevenshtein
 
 from .config import LinkageProfile
-from .evidence import evidence_frame, evidence_score, given_name_first, shared_identifiers
+from .evidence import (evidence_frame, evidence_score, given_name_first, needs_household_numbers,
+                       shared_identifiers)
 
 
 def comparison_tokens(
-    tokens: DataFrame, freq: DataFrame, profile: LinkageProfile, n_refs: int | None = None
+    tokens: DataFrame, freq: DataFrame, profile: LinkageProfile, n_refs: int | None = None, household: bool = True
 ) -> DataFrame:
     """(``record_id``, ``tokens``) → (``record_id``, ``ctokens`` array<string>,
     ``cweights`` array<double>, ``lead`` array<string>, ``nums`` array<string>,
@@ -71,7 +72,10 @@ def comparison_tokens(
 
     Implemented as posexplode → join with the frequency table → filter →
     ordered re-collect; a reference that loses every token keeps an empty array.
-    No Python UDF and nothing reaches the driver.
+    Nothing reaches the driver; the one Python UDF is ``shared_identifiers``',
+    run only when a rule needs the household identifiers
+    (``hdwm.evidence.needs_household_numbers``) and ``household`` is true
+    (otherwise ``shared`` is empty).
     """
     ex = tokens.select("record_id", F.posexplode("tokens").alias("pos", "token"))
     cond = F.col("freq") < profile.sigma
@@ -90,8 +94,10 @@ def comparison_tokens(
         ev = given_name_first(ev)
     # washline household evidence: household identifiers per reference, and
     # whether the given name (first name token) is a standard (frequent) token
-    # (identifierMatchInitials reads them too: an initial is never tied to a person through one)
-    if profile.householdIdentifierRule or (profile.identifierMatchRule and profile.identifierMatchInitials):
+    # (identifierMatchInitials reads them too: an initial is never tied to a person through one);
+    # household=False leaves them out, for a caller that computes them itself (hdwm.local's
+    # driver loop: hdwm.evidence.household_numbers, without a Python UDF job)
+    if household and needs_household_numbers(profile):
         ev = ev.join(shared_identifiers(ev, profile), "record_id", "left")
     else:
         ev = ev.withColumn("shared", F.lit(None).cast("array<string>"))

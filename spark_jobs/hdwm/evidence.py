@@ -631,6 +631,49 @@ def shared_identifiers(features, profile):
     )
 
 
+def needs_household_numbers(profile) -> bool:
+    """Does a rule of ``profile`` read the household identifiers (``shared``)?
+    ``householdIdentifierRule``, and the initials path of ``identifierMatchRule``."""
+    return bool(getattr(profile, "householdIdentifierRule", False) or (
+        getattr(profile, "identifierMatchRule", False) and getattr(profile, "identifierMatchInitials", False)))
+
+
+def household_numbers(record_ids, leads, nums, profile) -> dict:
+    """``shared_identifiers`` on the driver, for an input small enough to be
+    collected (``hdwm.local``): record_id → the sorted household identifiers it
+    holds, for the references holding one. The same rule, step for step: a
+    long number is shared when the distinct name parts (``lead``, two tokens
+    or more) of the references holding it, sorted, hold two among their first
+    50 whose given names conflict (``given_name_conflict``).
+
+    Args:
+        record_ids, leads, nums: equal-length sequences (``comparison_tokens``'
+            ``record_id``, ``lead``, ``nums``; a lead or nums may be None).
+    """
+    per: dict[str, set] = {}
+    for lead, ns in zip(leads, nums):
+        if lead is None or len(lead) < 2:
+            continue
+        key = tuple(lead)
+        for n in set(ns if ns is not None else ()):
+            per.setdefault(n, set()).add(key)
+    sim = profile.givenNameMinSimilarity
+    shared = set()
+    for n, held in per.items():
+        if len(held) < 2:
+            continue
+        ls = sorted(held)[:50]  # Spark: slice(array_sort(collect_set(lead)), 1, 50)
+        if any(given_name_conflict(list(ls[i]), list(ls[j]), sim)
+               for i in range(len(ls)) for j in range(i + 1, len(ls))):
+            shared.add(n)
+    out = {}
+    for rid, ns in zip(record_ids, nums):
+        mine = sorted(set(ns if ns is not None else ()) & shared)
+        if mine:
+            out[rid] = mine
+    return out
+
+
 def evidence_frame(tokens, min_len: int = 7, tokens_col: str = "tokens"):
     """DataFrame (``record_id``, ``lead``, ``nums``, ``street``) from the
     references' full token arrays (built-in SQL only; the Python forms are

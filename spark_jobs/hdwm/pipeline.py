@@ -470,6 +470,7 @@ def _local_iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, must
     """
     import pandas as pd
 
+    from .evidence import household_numbers, needs_household_numbers
     from .local import LocalInputs, LocalIterations
 
     t = time.time()
@@ -478,6 +479,10 @@ def _local_iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, must
         fp = (tokens.select(F.explode("tokens").alias("token")).distinct().join(freq, "token")
               .select("token", "freq").toPandas())
         features = ctokens.toPandas()
+        if needs_household_numbers(profile):  # left out of ctokens for this path (comparison_tokens)
+            house = household_numbers(features["record_id"].astype(str).tolist(), features["lead"].tolist(),
+                                      features["nums"].tolist(), profile)
+            features["shared"] = [house.get(r, []) for r in features["record_id"].astype(str).tolist()]
         ml = [(r["id1"], r["id2"]) for r in must_link.collect()] if must_link is not None else []
         cl = [(r["id1"], r["id2"]) for r in cannot_link.collect()] if cannot_link is not None else []
         rid = tp["record_id"].astype(str).tolist()
@@ -641,7 +646,9 @@ def link_references(
         n_tokens, stops = int(frow["n"]), int(frow["s"] or 0)
         _say(f"distinct tokens={n_tokens} stop tokens (freq>={profile.sigma})={stops} "
              f"({time.time() - t0:.1f}s since start)")
-        ctokens = _freeze(comparison_tokens(tokens, freq, profile, n_pop))
+        # the driver loop computes the household identifiers itself (no Python UDF job)
+        local = 0 < n_refs <= profile.localMaxReferences and profile.iterationShortcut
+        ctokens = _freeze(comparison_tokens(tokens, freq, profile, n_pop, household=not local))
     with clock("read"):
         ids = refs.select("record_id")
         must_link = _decision_pairs(must_link)
@@ -653,7 +660,7 @@ def link_references(
             cannot_link = _freeze(cannot_link.join(ids.withColumnRenamed("record_id", "id1"), "id1")
                                   .join(ids.withColumnRenamed("record_id", "id2"), "id2").select("id1", "id2"))
 
-    if 0 < n_refs <= profile.localMaxReferences and profile.iterationShortcut:
+    if local:
         # washline (speed): a small input iterates on the driver (hdwm.local: the same rules)
         assigned, iterations, why = _local_iterations(spark, profile, clock, n_refs, tokens, freq, ctokens,
                                                       must_link, cannot_link)

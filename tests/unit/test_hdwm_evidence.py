@@ -316,3 +316,27 @@ def test_score_pairs_applies_evidence_rules(spark):
     base, got = scores(off), scores(on)
     assert base[("amparo", "darrell")] > 0.5 and got[("amparo", "darrell")] == 0.0
     assert base[("darrell", "moved")] < 1.0 and got[("darrell", "moved")] == 1.0
+
+
+@pytest.mark.spark
+def test_household_numbers_on_the_driver_equal_shared_identifiers_on_spark(spark):
+    """The driver loop's household identifiers (``household_numbers``) are Spark's (``shared_identifiers``)."""
+    from hdwm.evidence import household_numbers, shared_identifiers
+
+    rows = [
+        ("1", ["JOHN", "SMITH"], ["5015551234", "123456789"]),  # the landline JOHN and MARY both write
+        ("2", ["MARY", "SMITH"], ["5015551234", "19800315"]),
+        ("3", ["J"], ["5015551234"]),  # a one-token name part holds it too: it is reported for it
+        ("4", ["JON", "SMITH"], ["123456789"]),  # JOHN / JON do not conflict: not a household number
+        ("5", ["MARY", "JONES"], ["19800315", "7777777"]),  # MARY / MARY: the date is no household number
+        ("6", ["ANN", "LEE"], None),
+        ("7", ["PETER", "LEE"], ["7777777"]),  # ANN has no number; MARY / PETER share 7777777
+        ("8", [], ["7777777"]),
+    ]
+    df = spark.createDataFrame(rows, "record_id string, lead array<string>, nums array<string>")
+    prof = LinkageProfile(givenNameMinSimilarity=0.7)
+    want = {r.record_id: list(r.shared) for r in shared_identifiers(df, prof).collect()}
+    got = household_numbers([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], prof)
+    assert got == want
+    assert got == {"1": ["5015551234"], "2": ["5015551234"], "3": ["5015551234"], "5": ["7777777"],
+                   "7": ["7777777"], "8": ["7777777"]}
