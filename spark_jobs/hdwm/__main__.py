@@ -180,7 +180,11 @@ def _read_inputs(spark, a):
         hint = " (ragged rows: is it the DWM layout? try --format dwm)" if a.format == "csv" and "fields" in str(exc) else ""
         return None, None, f"{a.input} is not a readable {a.format} file: {str(exc).strip()}{hint}"
     refs = refs.localCheckpoint(eager=True)
-    row = refs.agg(F.count(F.lit(1)).alias("n"), F.countDistinct("record_id").alias("d")).first()
+    # bytes that are not UTF-8 stay in Spark's strings as they are and reach Python as U+FFFD
+    # (nothing is dropped): counted and said, not silent (is_valid_utf8: Spark 4)
+    replaced = ~F.expr("is_valid_utf8(coalesce(record_id, ''))") | ~F.expr("is_valid_utf8(coalesce(text, ''))")
+    row = refs.agg(F.count(F.lit(1)).alias("n"), F.countDistinct("record_id").alias("d"),
+                   F.count(F.when(replaced, 1)).alias("u")).first()
     n, distinct = int(row["n"]), int(row["d"])
     if n == 0:
         return None, None, f"{a.input} holds no records (empty or header only)"
@@ -190,6 +194,11 @@ def _read_inputs(spark, a):
         return None, None, (f"record ids must be unique: {n - distinct} repeated row(s) in {a.input}, e.g. {shown} "
                             f"(with --format csv the record id is the first column, or the column named record_id)")
     info = {"references": n}
+    if row["u"]:
+        info["not_utf8_references"] = int(row["u"])
+        print(f"warning: {row['u']} of {n} references in {a.input} hold bytes that are not UTF-8; they are read "
+              f"as U+FFFD (the replacement character) and linked as they are; re-encode the file as UTF-8 "
+              f"to keep those letters", file=sys.stderr)
     if a.truth:
         truth = spark_read_truth(spark, a.truth).localCheckpoint(eager=True)
         if not truth.take(1):

@@ -134,3 +134,17 @@ def test_cli_truth_file_checks(spark, tmp_path, capsys):
     # hdwm.metrics.pairwise_metrics leaves unlabelled references out; the warning says the same
     assert "only 2 of 3 references have a truth label" in warning and "count only the 2 labelled" in warning
     assert _read_inputs(spark, args(tmp_path / "nope.csv"))[2].startswith("truth file")
+
+
+@pytest.mark.spark
+def test_cli_says_how_many_references_were_not_utf8(spark, tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from hdwm.__main__ import _read_inputs
+
+    data = tmp_path / "latin1.txt"
+    data.write_bytes(b"RecID,Text\n1,Jos\xe9 M\xfcller\n2,JOSE MULLER\n3,ANN LEE\n")
+    refs, info, problem = _read_inputs(spark, SimpleNamespace(input=str(data), format="dwm", truth=None))
+    assert problem is None and info == {"references": 3, "not_utf8_references": 1}
+    assert refs.count() == 3  # nothing dropped
+    assert "1 of 3 references" in capsys.readouterr().err
