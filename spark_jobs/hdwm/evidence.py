@@ -602,25 +602,14 @@ def shared_identifiers(features, profile):
     ex = features.filter(F.size("lead") >= 2).select(
         "record_id", F.col("lead"), F.explode(F.array_distinct("nums")).alias("num")
     )
-    per = ex.groupBy("num").agg(F.slice(F.array_sort(F.collect_set("lead")), 1, 50).alias("leads"))
+    per = ex.groupBy("num").agg(
+        F.slice(F.array_sort(F.collect_set("lead")), 1, HOUSEHOLD_MAX_NAMES).alias("leads"))
     per = per.filter(F.size("leads") >= 2)
     sim = profile.givenNameMinSimilarity
 
     @F.pandas_udf("boolean")
     def any_conflict(leads: pd.Series) -> pd.Series:
-        out = []
-        for ls in leads:
-            ls = [list(x) for x in ls]
-            hit = False
-            for i in range(len(ls)):
-                for j in range(i + 1, len(ls)):
-                    if given_name_conflict(ls[i], ls[j], sim):
-                        hit = True
-                        break
-                if hit:
-                    break
-            out.append(hit)
-        return pd.Series(out, dtype=bool)
+        return pd.Series([_names_conflict([list(x) for x in ls], sim) for ls in leads], dtype=bool)
 
     shared_nums = per.filter(any_conflict("leads")).select("num")
     return (
@@ -629,6 +618,16 @@ def shared_identifiers(features, profile):
         .groupBy("record_id")
         .agg(F.array_sort(F.collect_list("num")).alias("shared"))
     )
+
+
+#: distinct name parts per long number that the household rule compares (the first ones, sorted)
+HOUSEHOLD_MAX_NAMES = 50
+
+
+def _names_conflict(leads, sim: float) -> bool:
+    """Do two of ``leads`` (name parts) have given names that conflict (``given_name_conflict``)?"""
+    return any(given_name_conflict(leads[i], leads[j], sim)
+               for i in range(len(leads)) for j in range(i + 1, len(leads)))
 
 
 def needs_household_numbers(profile) -> bool:
@@ -658,14 +657,9 @@ def household_numbers(record_ids, leads, nums, profile) -> dict:
         for n in set(ns if ns is not None else ()):
             per.setdefault(n, set()).add(key)
     sim = profile.givenNameMinSimilarity
-    shared = set()
-    for n, held in per.items():
-        if len(held) < 2:
-            continue
-        ls = sorted(held)[:50]  # Spark: slice(array_sort(collect_set(lead)), 1, 50)
-        if any(given_name_conflict(list(ls[i]), list(ls[j]), sim)
-               for i in range(len(ls)) for j in range(i + 1, len(ls))):
-            shared.add(n)
+    # Spark: slice(array_sort(collect_set(lead)), 1, HOUSEHOLD_MAX_NAMES)
+    shared = {n for n, held in per.items()
+              if len(held) >= 2 and _names_conflict([list(x) for x in sorted(held)[:HOUSEHOLD_MAX_NAMES]], sim)}
     out = {}
     for rid, ns in zip(record_ids, nums):
         mine = sorted(set(ns if ns is not None else ()) & shared)
