@@ -25,7 +25,8 @@ and whether the words they share (letters only, two or more) carry ln N nats of 
 below it shares, besides its name, nothing a linker could tell from a namesake's.
 
 The truth is read only to count; nothing is fitted and no parameter is chosen here. Prints
-Markdown tables on stdout. Raises SystemExit when the links do not cover the input's references.
+Markdown tables on stdout. Exits with a one-line ``error:`` for an unreadable input, truth or links
+folder, or links that do not cover the input's references.
 """
 
 from __future__ import annotations
@@ -147,16 +148,17 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(REPO / "spark_jobs"))
     from hdwm.readers import read_csv_refs, read_dwm, read_truth
 
-    refs = read_dwm(a.input) if a.format == "dwm" else read_csv_refs(a.input)
-    if a.truth:
-        refs = refs.drop(columns=[c for c in ("truth_entity",) if c in refs.columns]).merge(
-            read_truth(a.truth), on="record_id", how="left")
-    if "truth_entity" not in refs.columns:
-        raise SystemExit("no truth: give --truth, or a csv input with a truth_entity column")
     try:
-        res = analyse(refs, pd.read_parquet(a.links), a.examples)
-    except ValueError as e:
-        raise SystemExit(str(e)) from None
+        refs = read_dwm(a.input) if a.format == "dwm" else read_csv_refs(a.input)
+        if a.truth:
+            refs = refs.drop(columns=[c for c in ("truth_entity",) if c in refs.columns]).merge(
+                read_truth(a.truth), on="record_id", how="left")
+        if "truth_entity" not in refs.columns:
+            raise SystemExit("error: no truth: give --truth, or a csv input with a truth_entity column")
+        links = pd.read_parquet(a.links, columns=["record_id", "cluster_id"])
+        res = analyse(refs, links, a.examples)
+    except (OSError, ValueError, KeyError) as e:
+        raise SystemExit(f"error: {e}") from None
     tot = Counter()
     for c in res["by_identifier"].values():
         tot.update(c)
