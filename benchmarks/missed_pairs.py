@@ -8,8 +8,9 @@
 that the run left in two clusters is a *missed* pair (false negative); every pair of one
 cluster from two truth entities is a *false* pair (false positive); the rest of the true pairs
 are *found*. Each pair is put in one class by the identifiers its two texts share,
-read here independently of the engine's tokenizer so that the analysis does not inherit its
-blind spots:
+read here independently of the engine's tokenizer, so that the analysis does not inherit its
+blind spots, and of the peer's parser (``benchmarks/dwm_parser.py``), which keeps one value per
+field where this needs every one a text holds:
 
 * ``SSN``: a 9-digit number written ``ddd-dd-dddd``, ``ddd dd dddd`` or ``ddddddddd`` (a ZIP+4,
   ``ddddd-dddd``, is none);

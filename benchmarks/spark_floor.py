@@ -23,8 +23,8 @@ runs a skeleton of one HDWM pass with none of washline's rules:
    Arrow (``--score pandas``, the way washline's scorer is called, with the
    cheapest score there is) or in Spark SQL with no Python at all
    (``--score sql``: ``array_intersect`` / ``array_union``, the JVM's cheapest);
-7. links = pairs scoring >= 0.5; connected components by union-find on the
-   driver (the links are collected: no Spark closure rounds);
+7. links = pairs scoring >= 0.5; connected components on the driver
+   (networkx; the links are collected: no Spark closure rounds);
 8. write (record_id, cluster_id) as Parquet.
 
 No global correction, no pair keys, no iterations, no entropy quality, no
@@ -115,20 +115,12 @@ def skeleton(path: str, beta: int, out: str, score: str = "pandas") -> dict:
                                      ).alias("score")))
     links = scored.where(F.col("score") >= 0.5).select("id1", "id2").toPandas()
     lap("scoring")
-    parent: dict[str, str] = {}
+    import networkx as nx  # connected components of the links (a well-kept library; no Spark rounds)
 
-    def find(x):
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in zip(links["id1"], links["id2"]):
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    clusters = pd.DataFrame({"record_id": list(parent), "cluster_id": [find(x) for x in parent]})
+    g = nx.Graph()
+    g.add_edges_from(zip(links["id1"], links["id2"]))
+    cid = {r: min(comp) for comp in nx.connected_components(g) for r in comp}
+    clusters = pd.DataFrame({"record_id": list(cid), "cluster_id": list(cid.values())})
     lap("components")
     cdf = spark.createDataFrame(clusters) if len(clusters) else None
     ids = refs.select("record_id", "truth_entity")
