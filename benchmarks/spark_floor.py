@@ -138,9 +138,20 @@ def skeleton(path: str, beta: int, out: str, score: str = "pandas") -> dict:
             "links": len(links), "precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
 
 
+def _sizes(text: str) -> list[int]:
+    """``--sizes``: a comma list of reference counts, each at least 1,000 (the generator's smallest useful file)."""
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma list of integers: {text!r}") from None
+    if not sizes or min(sizes) < 1000:
+        raise argparse.ArgumentTypeError(f"every size must be at least 1,000 references: {text!r}")
+    return sizes
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Spark skeleton of one DWM pass against Splink-DuckDB, same run")
-    ap.add_argument("--sizes", default="100000")
+    ap.add_argument("--sizes", default="100000", type=_sizes, help="comma list of reference counts (>= 1,000)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--skip-splink", action="store_true")
     ap.add_argument("--score", default="pandas,sql", help="comma list of pandas | sql (step 6), each run in turn")
@@ -160,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, WASHLINE_SPARK_MASTER="local[2]",
                PYTHONPATH=os.pathsep.join([str(REPO / "spark_jobs"), os.environ.get("PYTHONPATH", "")]))
     rows = []
-    for n in (int(x) for x in a.sizes.split(",")):
+    for n in a.sizes:
         path = scale.synth(n)
         # washline's effective beta for this size (default profile: 16 at 1,000 references, sqrt scaling)
         beta = int(round(16 * (n / 1000) ** 0.5))

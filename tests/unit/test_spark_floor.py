@@ -63,3 +63,10 @@ def test_unknown_scoring_variant_is_refused(floor, capsys):
     with pytest.raises(SystemExit):
         floor.main(["--score", "numpy"])
     assert "unknown variant" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("sizes, message", [("abc", "not a comma list"), ("10", "at least 1,000"), (",", "at least 1,000")])
+def test_bad_sizes_are_refused(floor, capsys, sizes, message):
+    with pytest.raises(SystemExit):
+        floor.main(["--sizes", sizes])
+    assert message in capsys.readouterr().err
