@@ -149,10 +149,21 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
+def _positive(text: str) -> int:
+    """``--repeat``: a whole number of runs, at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return n
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Spark skeleton of one DWM pass against Splink-DuckDB, same run")
     ap.add_argument("--sizes", default="100000", type=_sizes, help="comma list of reference counts (>= 1,000)")
-    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--repeat", type=_positive, default=1, help="runs of each variant per size (median reported)")
     ap.add_argument("--skip-splink", action="store_true")
     ap.add_argument("--score", default="pandas,sql", help="comma list of pandas | sql (step 6), each run in turn")
     ap.add_argument("--child", nargs=4, metavar=("CSV", "BETA", "OUT", "SCORE"), help=argparse.SUPPRESS)

@@ -65,8 +65,11 @@ def test_unknown_scoring_variant_is_refused(floor, capsys):
     assert "unknown variant" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("sizes, message", [("abc", "not a comma list"), ("10", "at least 1,000"), (",", "at least 1,000")])
-def test_bad_sizes_are_refused(floor, capsys, sizes, message):
+@pytest.mark.parametrize("args, message", [
+    (["--sizes", "abc"], "not a comma list"), (["--sizes", "10"], "at least 1,000"), (["--sizes", ","], "at least 1,000"),
+    (["--repeat", "0"], "at least 1"), (["--repeat", "x"], "not a whole number"),
+])
+def test_bad_sizes_and_repeats_are_refused(floor, capsys, args, message):
     with pytest.raises(SystemExit):
-        floor.main(["--sizes", sizes])
+        floor.main(args)
     assert message in capsys.readouterr().err
