@@ -26,8 +26,9 @@ and whether the words they share (letters only, two or more) carry ln N nats of 
 below it shares, besides its name, nothing a linker could tell from a namesake's.
 
 The truth is read only to count; nothing is fitted and no parameter is chosen here. Prints
-Markdown tables on stdout. Exits with a one-line ``error:`` for an unreadable input, truth or links
-folder, or links that do not cover the input's references.
+Markdown tables on stdout. Exits 2 with a one-line ``error:`` on stderr for an unreadable input,
+truth or links folder, a truth that labels none of the input's references, or links that do not
+cover the input's references.
 """
 
 from __future__ import annotations
@@ -155,11 +156,15 @@ def main(argv: list[str] | None = None) -> int:
             refs = refs.drop(columns=[c for c in ("truth_entity",) if c in refs.columns]).merge(
                 read_truth(a.truth), on="record_id", how="left")
         if "truth_entity" not in refs.columns:
-            raise SystemExit("error: no truth: give --truth, or a csv input with a truth_entity column")
+            raise ValueError("no truth: give --truth, or a csv input with a truth_entity column")
+        if not refs["truth_entity"].notna().any():
+            raise ValueError("no reference of the input has a truth label (an empty truth file, a header only, "
+                             "or record ids that are not the input's)")
         links = pd.read_parquet(a.links, columns=["record_id", "cluster_id"])
         res = analyse(refs, links, a.examples)
     except (OSError, ValueError, KeyError) as e:
-        raise SystemExit(f"error: {e}") from None
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     tot = Counter()
     for c in res["by_identifier"].values():
         tot.update(c)
@@ -168,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     for k, c in sorted(res["by_identifier"].items(), key=lambda kv: -kv[1]["missed"]):
         share = c["missed"] / tot["missed"] if tot["missed"] else 0.0
         print(f"| {k} | {c['found']:,} | {c['missed']:,} | {share:.1%} | {c['false']:,} |")
-    print(f"| **all** | {tot['found']:,} | {tot['missed']:,} | 100 % | {tot['false']:,} |")
+    print(f"| **all** | {tot['found']:,} | {tot['missed']:,} | {'100 %' if tot['missed'] else '–'} | "
+          f"{tot['false']:,} |")
     print("\n| missed pairs with no shared identifier | pairs |")
     print("|---|---:|")
     for k, v in sorted(res["unidentified_missed"].items(), key=lambda kv: -kv[1]):

@@ -139,13 +139,16 @@ def skeleton(path: str, beta: int, out: str, score: str = "pandas") -> dict:
 
 
 def _sizes(text: str) -> list[int]:
-    """``--sizes``: a comma list of reference counts, each at least 1,000 (the generator's smallest useful file)."""
+    """``--sizes``: a comma list of reference counts, each a multiple of 1,000 (``scale.synth`` caches its
+    files by thousands: ``synth_100k.csv``)."""
     try:
         sizes = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a comma list of integers: {text!r}") from None
     if not sizes or min(sizes) < 1000:
         raise argparse.ArgumentTypeError(f"every size must be at least 1,000 references: {text!r}")
+    if any(n % 1000 for n in sizes):
+        raise argparse.ArgumentTypeError(f"every size must be a multiple of 1,000 references: {text!r}")
     return sizes
 
 
@@ -162,7 +165,7 @@ def _positive(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Spark skeleton of one DWM pass against Splink-DuckDB, same run")
-    ap.add_argument("--sizes", default="100000", type=_sizes, help="comma list of reference counts (>= 1,000)")
+    ap.add_argument("--sizes", default="100000", type=_sizes, help="comma list of reference counts (multiples of 1,000)")
     ap.add_argument("--repeat", type=_positive, default=1, help="runs of each variant per size (median reported)")
     ap.add_argument("--skip-splink", action="store_true")
     ap.add_argument("--score", default="pandas,sql", help="comma list of pandas | sql (step 6), each run in turn")
@@ -174,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     variants = [v for v in a.score.split(",") if v]
     bad = set(variants) - {"pandas", "sql"}
+    if not variants:
+        ap.error("--score: give pandas and/or sql")
     if bad:
         ap.error(f"--score: unknown variant(s) {sorted(bad)}; use pandas and/or sql")
     sys.path.insert(0, str(HERE))

@@ -53,3 +53,20 @@ def test_links_that_miss_a_reference_are_refused(mp):
     refs = pd.DataFrame([("a1", "X", "A"), ("a2", "Y", "A")], columns=["record_id", "text", "truth_entity"])
     with pytest.raises(ValueError, match="1 references have no row"):
         mp.analyse(refs, pd.DataFrame({"record_id": ["a1"], "cluster_id": ["a1"]}))
+
+
+def test_a_truth_that_labels_nothing_is_an_error_not_a_table(mp, tmp_path, capsys):
+    src = tmp_path / "refs.txt"
+    src.write_text("RecID,Name\nr1,ANN LEE\nr2,ANN LEE\n", encoding="utf-8")
+    links = tmp_path / "links"
+    links.mkdir()
+    pd.DataFrame({"record_id": ["r1", "r2"], "cluster_id": ["r1", "r1"]}).to_parquet(links / "part.parquet")
+    for body in ("", "RecID,IdTruth\n", "RecID,IdTruth\nx9,1\n"):
+        truth = tmp_path / "truth.csv"
+        truth.write_text(body, encoding="utf-8")
+        rc = mp.main(["--input", str(src), "--truth", str(truth), "--links", str(links)])
+        assert rc == 2
+        assert "no reference of the input has a truth label" in capsys.readouterr().err
+    truth.write_text("RecID,IdTruth\nr1,7\nr2,7\n", encoding="utf-8")
+    assert mp.main(["--input", str(src), "--truth", str(truth), "--links", str(links)]) == 0
+    assert "| **all** | 1 | 0 | – | 0 |" in capsys.readouterr().out

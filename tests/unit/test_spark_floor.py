@@ -67,7 +67,8 @@ def test_unknown_scoring_variant_is_refused(floor, capsys):
 
 @pytest.mark.parametrize("args, message", [
     (["--sizes", "abc"], "not a comma list"), (["--sizes", "10"], "at least 1,000"), (["--sizes", ","], "at least 1,000"),
-    (["--repeat", "0"], "at least 1"), (["--repeat", "x"], "not a whole number"),
+    (["--sizes", "1500"], "multiple of 1,000"), (["--score", ","], "pandas and/or sql"),
+    (["--repeat", "0"], "at least 1"), (["--repeat", "-1"], "at least 1"), (["--repeat", "x"], "not a whole number"),
 ])
 def test_bad_sizes_and_repeats_are_refused(floor, capsys, args, message):
     with pytest.raises(SystemExit):
