@@ -27,6 +27,12 @@ def sqlcapture():
 
 
 @pytest.fixture(scope="session")
+def benchmark_module():
+    """``benchmark_module("name")`` → ``benchmarks/name.py`` as a module (loaded once per session)."""
+    return _benchmark_module
+
+
+@pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """The recorded real-world inputs beside the repo; tests skip without them."""
     if not SHARED.is_dir():

@@ -3,18 +3,13 @@ identifiers their texts share (issue 12 error analysis)."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pandas as pd
 import pytest
 
 
 @pytest.fixture(scope="module")
-def mp(repo):
-    spec = importlib.util.spec_from_file_location("missed_pairs", repo / "benchmarks" / "missed_pairs.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def mp(benchmark_module):
+    return benchmark_module("missed_pairs")
 
 
 def test_identifiers_read_every_shape_and_no_zip_plus_4(mp):

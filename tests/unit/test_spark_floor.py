@@ -5,8 +5,6 @@ pairwise figures on a file whose answer is known."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pandas as pd
 import pytest
 
@@ -14,11 +12,8 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
-def floor(repo):
-    spec = importlib.util.spec_from_file_location("spark_floor", repo / "benchmarks" / "spark_floor.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def floor(benchmark_module):
+    return benchmark_module("spark_floor")
 
 
 def _csv(tmp_path):
