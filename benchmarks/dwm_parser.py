@@ -1,4 +1,4 @@
-"""Layout-agnostic field parser for DWM-layout person references (benchmark peer, issue 12).
+"""Layout-agnostic field parser for DWM-layout person references (the Splink benchmark peer).
 
 A DWM reference is an id followed by unaligned fields whose order and count differ from row
 to row (``../shared/data/dwm/PARAMETERS.md``). A record-linkage tool with column

@@ -1,4 +1,4 @@
-"""Incremental linkage over many nights against the entity registry (issue 13).
+"""Incremental linkage over many nights against the entity registry.
 
     .venv/bin/python benchmarks/incremental.py --nights 30 --per-night 10000 --seed 42 \\
         [--generator synth|messy] [--neighbourhood pair_key|ranked|scored|block_key|token] [--skip-batch] \\
@@ -21,7 +21,7 @@ partition against the truth, and of a full batch relink of every reference
 (``hdwm.registry.rebuild``, the same engine and profile) against the truth and
 against the incremental partition.
 
-Targets (issue 13): every night's link time within 1.5x of night 1's; the final
+Targets of incremental linkage: every night's link time within 1.5x of night 1's; the final
 F1 within 0.01 of the batch relink's.
 """
 

@@ -20,7 +20,7 @@ Inputs (pairwise P/R/F1 = pairs of records in the same cluster):
   product venv has it) with ``rec_id, truth_entity, <FEBRL columns>``.
 * ``synthNk``: ``benchmarks/synth.py --records N*1000 --seed 42``.
 
-Splink on DWM layouts (issue 12, the fair peer): every reference is parsed into fields by
+Splink on DWM layouts (the fair peer): every reference is parsed into fields by
 ``benchmarks/dwm_parser.py`` (layout-agnostic: shapes and vocabulary, plus a first pass over
 the file), then one Splink model, the same for every DWM-layout input (``_dwm_model``):
 custom first-name comparison (exact with term frequencies, Jaro-Winkler 0.92/0.80, initial

@@ -1,4 +1,4 @@
-"""A second, independently designed messy household generator, on Faker ``en_US`` vocabularies (issue 12).
+"""A second, independently designed messy household generator, on Faker ``en_US`` vocabularies.
 
     python benchmarks/messy_faker.py --references 6000 --seed 1 --out /tmp/faker6k_s1.txt \\
         --truth /tmp/faker6k_s1_truth.csv [--stats]

@@ -1,4 +1,4 @@
-"""What evidence the missed and the false pairs of a linkage run carry (issue 12 error analysis).
+"""What evidence the missed and the false pairs of a linkage run carry (error analysis).
 
     PYTHONPATH=spark_jobs .venv/bin/python benchmarks/missed_pairs.py --input FILE --format dwm|csv \\
         --truth TRUTH --links DIR [--examples 20]

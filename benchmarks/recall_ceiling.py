@@ -1,4 +1,4 @@
-"""Where the true pairs of a file stand before any score: block keys and identifying agreement (issue 12).
+"""Where the true pairs of a file stand before any score: block keys and identifying agreement.
 
     PYTHONPATH=spark_jobs .venv/bin/python benchmarks/recall_ceiling.py --input FILE --format dwm|csv \\
         --truth TRUTH [--links DIR] [--profile default]

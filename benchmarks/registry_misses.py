@@ -1,4 +1,4 @@
-"""Where an incremental registry run loses the true pairs a batch relink finds (issue 13).
+"""Where an incremental registry run loses the true pairs a batch relink finds.
 
     PYTHONPATH=spark_jobs .venv/bin/python benchmarks/registry_misses.py --work W [--profile default]
 

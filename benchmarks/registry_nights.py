@@ -1,5 +1,5 @@
 """The entity registry across two FEBRL4 nights through the real DAG, on PostgreSQL staging and/or a
-Spark standalone cluster (issue 13).
+Spark standalone cluster.
 
     .venv/bin/python benchmarks/registry_nights.py --variant postgres --json /tmp/nights-pg.json
     .venv/bin/python benchmarks/registry_nights.py --variant cluster --json /tmp/nights-cluster.json

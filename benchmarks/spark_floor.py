@@ -2,7 +2,7 @@
 
     benchmarks/.venv/bin/python benchmarks/spark_floor.py --sizes 100000[,1000000] [--repeat 1]
 
-Issue 17 asks for washline within 2.5x (100k) and 2x (1M) of Splink on DuckDB.
+The HDWM speed target asks for washline within 2.5x (100k) and 2x (1M) of Splink on DuckDB.
 This script measures how close *any* engine built the way washline must be
 built (a PySpark job on ``local[2]``, pairwise comparison in a pandas UDF over
 Arrow; see the project brief and ``docs/design``) can get on this machine. It

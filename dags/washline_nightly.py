@@ -96,7 +96,7 @@ DAG_ID = "washline_nightly"
             type="boolean",
             title="Entity registry",
             description=("true: link the night against the latest published entity registry version, so entity "
-                         "ids persist across nights (issue 13). false: link the night in isolation (per-night "
+                         "ids persist across nights. false: link the night in isolation (per-night "
                          "cluster ids; no lake/entities version, no entity tables staged or published)."),
         ),
         "rebuild": Param(

@@ -1,4 +1,4 @@
-"""Entity registry versions shaped like the link job's (issue 13 contract),
+"""Entity registry versions shaped like the link job's (the registry contract),
 fabricated with pyarrow so the Airflow side is tested without the Spark side:
 
     <lake>/entities/ds=<d>/members/    source, record_id, entity_id, first_seen_ds, last_changed_ds,

@@ -119,7 +119,7 @@ def frequent_pair_keys(tokens: DataFrame, freq: DataFrame, profile: LinkageProfi
     references it does not block alone, the names above beta pair with
     nothing, and a common name pair is above the cap. A number and a word
     both ≤ beta are already an ordinary pair key. Off in ``default.yaml``:
-    measured without an F1 gain (benchmarks/README.md, session 7).
+    measured without an F1 gain (benchmarks/README.md, 2026-12-02, 4f2562a).
 
     Returns:
         (``record_id``, ``block_key``, ``ub``) with ``ub`` the key's exact

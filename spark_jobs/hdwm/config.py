@@ -274,7 +274,7 @@ class LinkageProfile(BaseModel):
     #: same partition, slower; for checking.
     iterationShortcut: bool = True
 
-    # --- the entity registry (washline, issue 13; ``hdwm.incremental``) ---
+    # --- the entity registry (washline; ``hdwm.incremental``) ---
     #: which registry references a night links with (``hdwm.incremental.candidate_references``):
     #: ``pair_key`` – every holder of a pair key or frequent-name pair a night reference holds;
     #: ``ranked`` – per night reference only the ``registryTopEntities`` best entities among them
@@ -294,7 +294,7 @@ class LinkageProfile(BaseModel):
     #: whether the neighbourhood rules see the tokens after the population's global correction
     #: (DWM25; ``hdwm.incremental.candidate_references(correction=…)``), as the engine's blocking
     #: does: a night reference with a misspelt name then shares its keys with the registry. Only
-    #: with ``runGlobalCorrection``. ``false``: raw tokens (the rule before session 13).
+    #: with ``runGlobalCorrection``. ``false``: raw tokens (the rule before b675bb7).
     registryCorrectedTokens: bool = True
     #: when a night may split a registry entity (``hdwm.incremental.apply_split_policy``):
     #: ``engine`` – whenever the relink puts its members in several clusters;
@@ -307,7 +307,7 @@ class LinkageProfile(BaseModel):
     #: ``0`` – every member (the entity comes in whole); ``M ≥ 1`` – the members the neighbourhood
     #: rule found (and those named by human decisions), then the most recently seen up to M in
     #: all; the others follow their entity's part that holds most of its relinked members. Bounds
-    #: what a night relinks when entities grow night after night (issue 13: "entities already in the
+    #: what a night relinks when entities grow night after night (incremental linkage: "entities already in the
     #: registry are not re-linked from scratch every night").
     registryEntityMembers: int = Field(0, ge=0)
 

@@ -261,7 +261,7 @@ def _identifier_group_veto(members: pd.DataFrame, profile: LinkageProfile):
     junior and a senior, two CHARLOTTEs bridged by a double-barrelled
     surname, two LARRY BAUMSKIs in two states – however many weak links chain
     them (error analysis of messy100k seed 2's largest clusters,
-    benchmarks/README.md, session 14). A person who changed a number that
+    benchmarks/README.md, 2026-12-04, dcb2085). A person who changed a number that
     moves with the address (a landline) keeps the others (an SSN, a mobile):
     any agreeing identifier across the groups lifts the veto. Agreement on a
     rare identifier dominates a Fellegi–Sunter match weight (Fellegi & Sunter

@@ -58,7 +58,7 @@ And one positive rule, the mirror image of ``identifierConflictRule``:
   token-bag score below mu. With ``identifierMatchInitials`` a name part that
   gives initials instead of a given name also counts when its initials and
   its surname agree with the other name part (``initials_agree``): the same
-  error analysis, session 20, found 110 of S8P's 354 missed pairs sharing
+  error analysis (2026-12-05, 67c903d) found 110 of S8P's 354 missed pairs sharing
   surname and SSN (within one edit) across a move, 68 of them with an
   initial or no given name on one side.
 
@@ -265,7 +265,7 @@ def _comparable(a, b) -> bool:
 
     Lengths one digit apart are not one shape: on messy person data nearly
     every such veto of a true pair was a 9-digit SSN against a 10-digit phone
-    (error analysis, benchmarks/README.md "Session 4"); an SSN that lost its
+    (error analysis of 2026-12-01, a5b7846; benchmarks/README.md); an SSN that lost its
     leading zero (8 digits) still *agrees* with itself (one edit)."""
     return any(len(x) == len(y) or x.endswith(y) or y.endswith(x) for x in a for y in b)
 
@@ -683,7 +683,7 @@ def evidence_frame(tokens, min_len: int = 7, tokens_col: str = "tokens"):
     first number is) are computed once each, as columns of their own, in
     successive projections: written as one nested expression, every use
     repeated the array scans, and at 100,000 references the staged form took
-    1.1–1.2 s against 1.9–3.3 s (session 19; Spark collapses two projections
+    1.1–1.2 s against 1.9–3.3 s (2026-12-05, f61b4be; Spark collapses two projections
     only when no costly expression would be computed twice).
     """
     ident = f"x rlike '^[0-9]{{{int(min_len)},}}$'"

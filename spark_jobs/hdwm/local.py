@@ -1,4 +1,4 @@
-"""The HDWM iteration loop on the driver, for small inputs (washline, issue 17).
+"""The HDWM iteration loop on the driver, for small inputs (washline; HDWM speed).
 
 Why: an iteration on Spark is about fifteen Spark jobs (blocks, candidate
 pairs, scores, links, components, quality, accepted references), and each job

@@ -1,4 +1,4 @@
-"""Progress lines for the Spark jobs' task logs (issue 14, item 4).
+"""Progress lines for the Spark jobs' task logs.
 
 A job (``cleanse.py``, ``link.py``) makes one :class:`Progress` and says one
 line per event on stderr, the same shape as the engine's ``[hdwm] ...``

@@ -165,7 +165,7 @@ def freeze(df, reliable: bool = False):
     to keep its round-by-round lineage short. Every other frame of the
     engine is a local checkpoint, so losing the executor that holds one
     fails the job, and the Airflow retry of the link task reruns it from the
-    start (the proven recovery, ``docs/reliability.md``; issue 15).
+    start (the proven recovery, ``docs/reliability.md``, production nights).
     """
     if reliable and df.sparkSession.sparkContext.getCheckpointDir():
         # local first, so the reliable write reads the stored blocks instead

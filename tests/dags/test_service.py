@@ -254,7 +254,7 @@ def test_ui_dag_page_in_headless_chromium(service):
 
 
 # ---------------------------------------------------------------------------
-# The washline plugin (issue 14) on the run above: report tab, extra links,
+# The washline plugin on the run above: report tab, extra links,
 # refusals. These reuse the run of test_trigger_with_params_through_rest_api.
 # ---------------------------------------------------------------------------
 

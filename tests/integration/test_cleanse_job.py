@@ -113,7 +113,7 @@ def reasons_of(text: str) -> dict[str, int]:
 
 
 def test_task_log_tells_each_file_with_its_counts_and_a_running_total(febrl_run):
-    """Issue 14, item 4: one [cleanse] line per event; per landing file its
+    """Progress lines: one [cleanse] line per event; per landing file its
     name relative to the landing root, rows read / curated / quarantined by
     reason, and the running total with the seconds since the job started."""
     lines = [line for line in febrl_run["log"].splitlines() if line.startswith("[cleanse] ")]

@@ -1,4 +1,4 @@
-"""Messy landing files through the real cleanse job (issue 8, input cases):
+"""Messy landing files through the real cleanse job (bad-input cases, docs/reliability.md):
 BOM, CRLF and old-Mac CR-only line endings, an embedded newline inside a
 quoted field, a tab-separated file in a comma feed (and a tab source that
 declares it), empty and header-only files, and non-Latin names, which must

@@ -1,5 +1,5 @@
 """The link job with an entity registry: nights linked against the published
-registry, stable ids, merges, reruns, refusals and killed jobs (issue 13).
+registry, stable ids, merges, reruns, refusals and killed jobs.
 
 Tiny hand-made references, Spark local. "Publishing" a night is simulated by
 writing its ``_PUBLISHED.json`` marker, as the Airflow publish task does.
@@ -267,7 +267,7 @@ def _check_engine_lines(lines: list[str], iterations: list[dict]) -> None:
 
 
 def test_task_log_tells_each_registry_stage_with_counts_and_seconds(nights):
-    """Issue 14, item 4: the link job's [link] lines in the task log, one per
+    """Progress lines: the link job's [link] lines in the task log, one per
     stage with its counts, the stage's seconds and the seconds since start."""
     _, _, _, payloads = nights
     stages = ["start", "read curated", "decisions", "registry: read base version",
@@ -346,7 +346,7 @@ def test_two_sources_may_reuse_record_ids_without_registry(spark, tmp_path):
                               decisions="")
     links = pd.read_parquet(tmp_path / "out" / "links")
     assert len(links) == 8 and payload["references"] == 8
-    # without a registry the task log has one link stage (issue 14, item 4)
+    # without a registry the task log has one link stage
     stage = [line for line in logged if line.startswith("[link] link: ")]
     assert len(stage) == 1 and stage[0].startswith(
         f"[link] link: references=8 clusters={payload['clusters']} iterations={len(payload['iterations'])} (stage ")

@@ -1,4 +1,4 @@
-"""GX on the staged registry version (issue 13), on real SQLite and PostgreSQL:
+"""GX on the staged registry version, on real SQLite and PostgreSQL:
 the new state reconciles with _COMPLETE.json, every member is in exactly one
 existing entity, no published entity id vanishes without a merge or split row,
 and the joined share / singleton share are measured as warnings only."""

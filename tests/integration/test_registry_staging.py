@@ -1,4 +1,4 @@
-"""The entity registry through staging (issue 13) on real SQLite and PostgreSQL:
+"""The entity registry through staging on real SQLite and PostgreSQL:
 a night's registry version (fabricated as the link job writes it, see
 tests/registry_data.py) is staged with the night's slice in one transaction and
 published with it in one transaction: entity_members / entities replaced whole

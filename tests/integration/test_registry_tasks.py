@@ -1,4 +1,4 @@
-"""The DAG's task bodies on a registry night (issue 13), on real SQLite and
+"""The DAG's task bodies on a registry night, on real SQLite and
 PostgreSQL staging: load_staging stages the version with the slice, publish
 writes _PUBLISHED.json after its commit, report writes _REJECTED.json for a
 night that did not publish (and keeps an earlier publish of the date)."""

@@ -1,4 +1,4 @@
-"""benchmarks/dwm_parser.py: the layout-agnostic field parser used by the Splink peer (issue 12).
+"""benchmarks/dwm_parser.py: the layout-agnostic field parser used by the Splink peer.
 
 Real S8P rows (skipped without ../shared) and handmade rows for every layout kind: name as one
 field / split / LAST, FIRST; ids first; exploded or compact addresses; blank fields; glued

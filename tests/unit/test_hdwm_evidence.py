@@ -156,7 +156,7 @@ def test_conflict_and_match_rules():
 
 
 def test_an_initial_with_an_agreeing_surname_counts_for_an_identifier_match():
-    # S8P pairs across a move (session 20): one side writes initials where the given name would be
+    # S8P pairs across a move (67c903d): one side writes initials where the given name would be
     assert initials_agree(["M", "LUND"], ["MICHELLE", "M", "LUND"])
     assert initials_agree(["C", "ROY"], ["BRYANT", "C", "ROY"])  # the middle initial, written first
     assert initials_agree(["S", "L", "TREZONA"], ["L", "TREZONA"])

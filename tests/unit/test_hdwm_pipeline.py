@@ -190,7 +190,7 @@ def test_messy_households_match_the_plain_loop(spark, tmp_path, where):
     spec.loader.exec_module(messy)
     messy.write_dwm(tmp_path / "m.txt", tmp_path / "t.csv", 120, 3)
     refs = [tuple(r) for r in read_dwm(tmp_path / "m.txt").itertuples(index=False)]
-    # epsilon 0.6: with the surname veto (issue 12) epsilon 0.5 accepts nearly everything in
+    # epsilon 0.6: with the surname veto (surnameConflictRule) epsilon 0.5 accepts nearly everything in
     # iteration 1; at 0.6 clusters are accepted in five of the iterations
     fast, plain = _link_both(spark, tmp_path, refs, {"epsilon": 0.6, "maxBlockSize": 3}, where=where)
     _same_result(fast, plain)
@@ -199,7 +199,7 @@ def test_messy_households_match_the_plain_loop(spark, tmp_path, where):
 
 def test_a_night_without_links_still_keeps_its_close_calls(spark, tmp_path):
     # A night where nobody repeats: no pair reaches mu, yet the pairs just below it are
-    # what a reviewer wants to see (why-linked output, issue 12; the night report's score chart).
+    # what a reviewer wants to see (why-linked output; the night report's score chart).
     from hdwm.pipeline import link_references
 
     refs = [("a1", "ALICE SMITH 12 OAK STREET PERTH 6000"), ("a2", "ALICE SMYTH 12 OAK ST PERTH"),

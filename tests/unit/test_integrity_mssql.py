@@ -225,7 +225,7 @@ def test_invalid_combination_sends_nothing():
     assert hook.sent == []
 
 
-# ---------------------------------------------------------------- SQL Server's own figures (issue 15, item 7)
+# ---------------------------------------------------------------- SQL Server's own figures
 
 LOCAL = Path(__file__).resolve().parent / "integrity_cases"
 

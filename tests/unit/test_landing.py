@@ -117,7 +117,7 @@ def test_demo_land_inside_the_data_root_still_works(tmp_path, monkeypatch, capsy
 
 
 def test_febrl4_parts_land_as_two_sources_and_exclusive_clears_the_date(tmp_path):
-    """issue 13 demo: FEBRL4 part A as source febrl4a, part B as febrl4b; an
+    """The entity registry demo: FEBRL4 part A as source febrl4a, part B as febrl4b; an
     exclusive landing leaves the date to its own source (other dates untouched)."""
     import csv
 

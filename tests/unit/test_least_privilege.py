@@ -1,4 +1,4 @@
-"""Least privilege on the target databases (issue 15, item 5).
+"""Least privilege on the target databases.
 
 No Docker engine runs here, so the init steps of the compose stack are held to
 their content: the SQL Server script run by ``sqlserver-init`` and the Oracle

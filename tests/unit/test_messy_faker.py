@@ -1,4 +1,4 @@
-"""benchmarks/messy_faker.py: the second messy household generator, on Faker vocabularies (issue 12) -
+"""benchmarks/messy_faker.py: the second messy household generator, on Faker vocabularies -
 determinism, the DWM layout read by the product's reader, truth consistency, households that share
 surnames and addresses.
 

@@ -1,4 +1,4 @@
-"""benchmarks/messy.py: the messy household generator (issue 12) - determinism, DWM layout read by the
+"""benchmarks/messy.py: the messy household generator - determinism, DWM layout read by the
 product's reader, households and layouts present, entity sizes, the difficulty statistics."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """benchmarks/missed_pairs.py: the found, missed and false pairs of a run, classified by the
-identifiers their texts share (issue 12 error analysis)."""
+identifiers their texts share (error analysis)."""
 
 from __future__ import annotations
 

@@ -210,7 +210,7 @@ def test_result_format_asks_for_counts_without_sample_values():
 
 @pytest.mark.parametrize("name", runner.REGISTRY_SUITE_NAMES)
 def test_registry_suites_are_valid_and_have_slice_queries(name):
-    """issue 13: the registry suites take their counts from _COMPLETE.json and
+    """The registry suites take their counts from _COMPLETE.json and
     each has a slice query; the continuity check reads the published entities."""
     import great_expectations as gx
 

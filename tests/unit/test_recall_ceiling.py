@@ -1,5 +1,5 @@
 """benchmarks/recall_ceiling.py: true pairs classified by the best block key they share and by
-their identifying agreement on exact tokens (issue 12, session 15)."""
+their identifying agreement on exact tokens (2026-12-04, 2ec2867)."""
 
 from __future__ import annotations
 

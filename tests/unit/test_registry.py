@@ -1,4 +1,4 @@
-"""The Airflow side of the entity registry (issue 13): the link job's registry
+"""The Airflow side of the entity registry: the link job's registry
 options (Params entity_registry / rebuild), the version's _COMPLETE.json, the
 _PUBLISHED / _REJECTED markers, and the run summary's registry figures."""
 

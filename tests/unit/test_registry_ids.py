@@ -1,4 +1,4 @@
-"""Stable entity ids: new / grow / merge / split / merge+split, and decisions enforcement (issue 13)."""
+"""Stable entity ids: new / grow / merge / split / merge+split, and decisions enforcement."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Golden record survivorship, decisions file, version writing (issue 13)."""
+"""Golden record survivorship, decisions file, version writing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``ranked`` registry neighbourhood (issue 13): per night reference, the best
+"""The ``ranked`` registry neighbourhood: per night reference, the best
 entities it shares an engine block key with, bounded whatever the history's size."""
 
 from __future__ import annotations

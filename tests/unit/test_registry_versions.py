@@ -1,4 +1,4 @@
-"""Which registry version a night links against, and the refusals (issue 13)."""
+"""Which registry version a night links against, and the refusals."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def test_a_published_version_is_moved_aside_while_its_date_is_linked_again(lake)
 def test_a_night_linked_without_the_registry_is_not_waited_for(lake):
     """``entity_registry=false`` leaves a curated slice and a link output whose metrics say
     ``"registry": null``, and no registry version or marker: the next registry night links
-    against the last published version (break-it pass, session 14: it was refused for ever)."""
+    against the last published version (found by an adversarial test run, 174f1cb: it was refused for ever)."""
     reg, cur = lake
     _version(reg, "2024-01-01", "PUBLISHED")
     (cur / "2024-01-02").mkdir()

@@ -225,7 +225,7 @@ def test_a_report_that_cannot_be_written_leaves_the_summary_and_says_why(tmp_pat
 @pytest.mark.parametrize("updates", [0, 3])
 def test_registry_cards_say_how_many_golden_records_changed(tmp_path, updates):
     # an entity whose members stay but whose golden record changes is an `update` change row
-    # (issue 13); the night's cards count them beside new entities, merges and splits
+    # (entity registry); the night's cards count them beside new entities, merges and splits
     paths, summary = published_night(tmp_path)
     summary["registry"] = {"new_entities": 5, "joined_existing": 7, "merges": 1, "splits": 0,
                            "entities_total": 40, "updates": updates}

@@ -1,5 +1,5 @@
 """benchmarks/spark_floor.py: the skeleton of one DWM pass on Spark that bounds what any engine of
-washline's architecture can reach against Splink-DuckDB (issue 17). Its figures are only worth
+washline's architecture can reach against Splink-DuckDB (HDWM speed). Its figures are only worth
 quoting if the skeleton really links: these tests check its blocking, scoring, closure and
 pairwise figures on a file whose answer is known."""
 

@@ -132,7 +132,7 @@ def test_publish_binds_follow_each_driver():
 
 
 def test_entity_tables_follow_the_contract():
-    """issue 13: the published registry tables carry exactly the agreed columns;
+    """The published registry tables carry exactly the agreed columns;
     their staging twins add the slice key (ds, load_id) and keep one version per ds."""
     assert TABLES["entity_members"].column_names == ["source", "record_id", "entity_id", "first_seen_ds",
                                                      "last_changed_ds"]

@@ -21,7 +21,7 @@ from washline.paths import REPO_ROOT
 SUITES_DIR = REPO_ROOT / "include" / "gx"
 CONFIG_FILE = "quality.yaml"
 SUITE_NAMES = ("staging_records", "staging_links", "staging_clusters")
-#: Suites of the entity registry (issue 13), run on a registry night only: the
+#: Suites of the entity registry, run on a registry night only: the
 #: staged new state of the date and its continuity with the published entities.
 REGISTRY_SUITE_NAMES = ("staging_entity_members", "staging_entities", "staging_entity_changes",
                         "entity_continuity")

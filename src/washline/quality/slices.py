@@ -70,7 +70,7 @@ SLICE_QUERIES = {
         "GROUP BY entity_id) m ON m.entity_id = c.cluster_id "
         "WHERE c.ds = '{ds}'"
     ),
-    # Registry (issue 13). Each staged member with its entity looked up in the
+    # Entity registry. Each staged member with its entity looked up in the
     # staged entities (NULL = orphan), a 0/1 flag "first seen this night", and
     # for those, 0/1 "joined an entity that existed before" (NULL otherwise, so
     # the column's mean is the share of the night's new references that joined).

@@ -124,7 +124,7 @@ CLUSTER_COLUMNS = (
     Col("iteration", "int32", nullable=False),
 )
 
-#: The entity registry (issue 13), published as the whole current state. Column
+#: The entity registry, published as the whole current state. Column
 #: names of ``entity_members`` are a contract: downstream reads them by name.
 #: Dates are ``YYYY-MM-DD`` text, as ``ds``; entity ids are ``E`` + 16 hex digits.
 #: ``golden_record`` is a JSON object attribute -> value (survivorship rule in
