@@ -25,14 +25,15 @@ SSNs, phones and addresses (``_World``), and the rendering of one reference (``_
 kind's identifier shares). What is new is the population model:
 
 * References per person: 5-35, P(n) proportional to ``exp(-(n - 5) / (4 / ln(1 / 0.52)))``, so that about
-  half the persons (51.7% expected after the cut at 35) have 9 or more (mean about 10.4, median 9).
+  half the persons (51.7% expected after the cut at 35) have 9 or more (expected mean 10.4, median 9).
   The counts are planned first from their own seeded stream; the last count is trimmed so the file has
   exactly ``n_references`` references and a remainder under 5 goes one by one to the persons before it,
   so every person has 5-35.
 * Moves: 2-5 per person (weights .35/.30/.20/.15), i.e. 3-6 addresses. Each move changes the house number,
   the street, the city and the zip (a new address is redrawn until all four differ from the previous one);
-  it stays in the state 0.7 (``messy._World.address``). Every address gets at least one reference (the
-  first references go one to each address, the rest uniformly), as far as the count allows.
+  it stays in the state about 0.6 (``messy._World.address``'s 0.7, less the rejected same-city draws).
+  Every address gets at least one reference (the first references go one to each address, the rest
+  uniformly), as far as the count allows.
 * Households: a single person 0.90, a married couple both in the file 0.10 (they share the addresses
   after the marriage and those addresses' landlines; the wife's 1-2 earlier addresses carry her maiden
   name). A single woman married before or during the history 0.45 (the husband is not in the file): her
