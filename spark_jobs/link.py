@@ -294,6 +294,16 @@ def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, reg
         if pairs is not None:
             why_pairs(pairs).write.mode("overwrite").parquet(os.path.join(out, "pairs"))
             said["pairs"] = spark.read.parquet(os.path.join(out, "pairs")).count()
+    # metrics.json registry_pairwise: the whole registry version ds against the truth of every night so far
+    # (hdwm.truth); history-sized, so only when the input carries truth_entity (demo and benchmark sets)
+    metrics["registry_pairwise"] = None
+    if registry and "truth_entity" in refs.columns:
+        from hdwm.truth import registry_pairwise_after
+
+        with progress.stage("registry pairwise vs truth (history-sized: every member, every night's truth)") as said:
+            metrics["registry_pairwise"] = registry_pairwise_after(spark, registry, ds, Path(curated).parent, refs,
+                                                                   source_col=source_col)
+            said.update(metrics["registry_pairwise"] or {"references": 0})
     payload = {"ds": ds, "profile": profile.name, **metrics, "registry": registry_counts,
                "seconds": round(time.time() - t0, 2)}
     write_json_atomic(os.path.join(out, "metrics.json"), payload)
@@ -308,8 +318,8 @@ def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, reg
 def why_pairs(pairs):
     """The engine's why-linked pairs (``hdwm.pipeline.PAIRS_SCHEMA``, ref_key ids)
     keyed back to ``source_a, record_id_a, source_b, record_id_b`` plus
-    ``score, iteration, accepted, agreeing, conflicting`` (issue "Linkage
-    accuracy on messy household data": the links that formed each accepted
+    ``score, iteration, accepted, agreeing, conflicting`` (for the review of
+    linkage on messy household data: the links that formed each accepted
     cluster and the close calls within ``NEAR_MISS_BAND`` below mu; with a
     registry, pairs with already published references too)."""
     from hdwm.registry import split_ref_key
@@ -334,7 +344,7 @@ def _summary(links) -> dict:
 def _link_alone(spark, refs, ds, profile, must, cannot, ckpt, unique_ids: bool):
     """One night on its own (no registry). ``cluster_id`` = the smallest
     record_id of the cluster when record ids are unique across the night's
-    sources (as before issue 13), else an ``E…`` id minted from
+    sources (as before the entity registry), else an ``E…`` id minted from
     ``ds`` and the cluster's smallest (source, record_id) (unique, never a record id)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F

@@ -75,3 +75,46 @@ def metrics_from_counts(tp: int, predicted: int, true: int) -> dict:
         "predicted_pairs": predicted,
         "true_pairs": true,
     }
+
+
+def registry_pairwise(members: DataFrame, truth: DataFrame) -> dict | None:
+    """Pairwise figures of the entity registry against a truth labelling.
+
+    Every member of the registry that carries a truth label counts, whichever
+    night it came in: a predicted pair is two labelled members of one entity,
+    a true pair two labelled members of one truth entity (as
+    ``pairwise_metrics``, with ``entity_id`` as the cluster). Members without
+    a label (no truth row, or a null ``truth_entity``) are left out.
+
+    Args:
+        members: one row per registry member with ``source``, ``record_id``
+            and ``entity_id`` (strings; other columns ignored), e.g.
+            ``hdwm.registry.read_version(spark, root, ds).members``.
+        truth: ``source``, ``record_id``, ``truth_entity`` (string, nullable),
+            at most one row per (source, record_id); see
+            ``hdwm.truth.history_truth``.
+
+    Returns:
+        ``pairwise_metrics``'s dict (``precision``, ``recall``, ``f1``: floats
+        with 4 decimals or None where undefined; ``tp``, ``predicted_pairs``,
+        ``true_pairs``) plus ``references`` (labelled members) and ``members``
+        (all members); None when no member carries a label.
+
+    Raises:
+        ValueError: ``truth`` labels a (source, record_id) more than once.
+
+    Two small aggregations (counts, then the pair sums) reach the driver; the
+    work is over the whole registry, not one night.
+    """
+    keys = ["source", "record_id"]
+    lab = truth.select(*keys, "truth_entity")
+    joined = members.select(*keys, "entity_id").join(lab, keys, "left")
+    row = joined.agg(F.count(F.lit(1)).alias("rows"), F.countDistinct(*keys).alias("members"),
+                     F.count("truth_entity").alias("labelled")).first()
+    if row["rows"] != row["members"]:
+        raise ValueError(f"truth labels some references more than once: {row['rows']} rows for "
+                         f"{row['members']} registry members (one truth row per source and record_id)")
+    if not row["labelled"]:
+        return None
+    pw = pairwise_metrics(joined, cluster_col="entity_id")
+    return {**pw, "references": int(row["labelled"]), "members": int(row["members"])}

@@ -7,7 +7,12 @@
 ``make demo`` runs two nights with ``night``: FEBRL4 part A as source
 ``febrl4a`` on 2025-01-01, part B as source ``febrl4b`` on 2025-01-02; the
 summary of night 2 says how many references were new, how many joined
-existing entities, and how many merges and splits the night made.
+existing entities, and how many merges and splits the night made. FEBRL
+carries truth, so each summary also gives the entity registry's pairwise
+precision, recall and F1 after the night, over every reference in it (all
+nights so far), beside the night's own figures; a figure that is undefined
+reads "n/a" with the reason (in FEBRL4 each person has one record per part, so
+no true pair lies inside one night and the night's own recall is undefined).
 
 Paths come from ``$WASHLINE_DATA`` (default ``<repo>/data``), as in the DAG.
 Bad arguments (a date that is not YYYY-MM-DD, a landing path outside the data

@@ -72,8 +72,14 @@ def build_summary(ds: str, run_id: str, results: dict[str, Any],
         JSON-ready dict: ``rows`` (in, curated, quarantined and quarantined by
         reason, values fixed by rule, loaded, published), ``quarantined_share``
         (quarantined / in, 4 decimals; None when no row came in or a count is
-        missing), ``clusters``, ``pairwise`` (None without truth; precision,
-        recall or F1 None where undefined, see ``hdwm.metrics``), ``checks`` (integrity
+        missing), ``clusters``, ``pairwise`` (the night's clusters against the
+        truth, over the night's references with a ``truth_entity``: None without
+        truth; precision, recall or F1 None where undefined, see ``hdwm.metrics``),
+        ``registry_pairwise`` (the entity registry after the night against the
+        truth of every reference in it that carries one, all nights so far:
+        ``precision, recall, f1, tp, predicted_pairs, true_pairs, references,
+        members``; None without the registry or without truth; see
+        :func:`pairwise_undefined` for why a figure is None), ``checks`` (integrity
         verdict and finding count, both None when the check did not run;
         ``integrity_report`` and ``expectations``, see :func:`integrity_detail`
         and :func:`expectation_rows`; ``data_docs``, the index of the run's Data Docs),
@@ -134,6 +140,7 @@ def build_summary(ds: str, run_id: str, results: dict[str, Any],
         "singletons": link.get("singletons"),
         "largest_cluster": link.get("largest_cluster"),
         "pairwise": link.get("pairwise"),
+        "registry_pairwise": link.get("registry_pairwise"),
         "checks": {
             "integrity": integrity.get("verdict"),
             "integrity_findings": len(integrity.get("findings") or []) if integrity else None,
@@ -227,6 +234,66 @@ def registry_summary(registry: dict[str, Any] | None, published_rows: dict[str, 
     }
 
 
+#: what a pairwise figure is measured over, by scope (``pairwise`` / ``registry_pairwise`` of the summary)
+PAIRWISE_SCOPES = {"night": ("this night's", "cluster"), "registry": ("the registry's", "entity")}
+
+
+def pairwise_undefined(pw: dict[str, Any] | None, scope: str = "night") -> dict[str, str]:
+    """Why each undefined pairwise figure is undefined.
+
+    Args:
+        pw: a ``pairwise`` or ``registry_pairwise`` dict of the summary
+            (``precision, recall, f1, predicted_pairs, true_pairs``), or None
+            (no reference of the scope carries truth).
+        scope: ``"night"`` (the night's own clusters) or ``"registry"`` (the
+            entity registry after the night).
+
+    Returns:
+        figure (``precision`` / ``recall`` / ``f1``) → the reason, for the
+        figures that are None only (empty when all three are defined).
+
+    Raises:
+        ValueError: unknown ``scope``.
+    """
+    if scope not in PAIRWISE_SCOPES:
+        raise ValueError(f"scope must be one of {sorted(PAIRWISE_SCOPES)}, not {scope!r}")
+    where, group = PAIRWISE_SCOPES[scope]
+    if pw is None:
+        why = "no reference of this night carries truth" if scope == "night" else \
+            "no reference in the registry carries truth"
+        return {"precision": why, "recall": why, "f1": why}
+    out: dict[str, str] = {}
+    if pw.get("precision") is None:
+        out["precision"] = f"no predicted pair (no {group} holds two of {where} references with truth)"
+    if pw.get("recall") is None:
+        out["recall"] = f"no true pair (no truth entity has two of {where} references)"
+    if pw.get("f1") is None:
+        out["f1"] = "; ".join(out.values()) or "undefined"
+    return out
+
+
+def pairwise_note(pw: dict[str, Any] | None, scope: str = "night") -> str | None:
+    """One line saying which figures are "n/a" and why (see :func:`pairwise_undefined`);
+    None when all are defined."""
+    gaps = pairwise_undefined(pw, scope)
+    if not gaps:
+        return None
+    by_reason: dict[str, list[str]] = {}
+    for figure in ("precision", "recall", "f1"):
+        if figure in gaps and figure != "f1":
+            by_reason.setdefault(gaps[figure], []).append(figure)
+    if not by_reason:  # only F1 undefined (never from hdwm.metrics, but say so all the same)
+        return f"F1 n/a: {gaps['f1']}"
+    parts = []
+    for reason, figures in by_reason.items():
+        names = figures + (["F1"] if len(by_reason) == 1 else [])
+        parts.append(f"{', '.join(names[:-1])} and {names[-1]} n/a: {reason}" if len(names) > 1
+                     else f"{names[0]} n/a: {reason}")
+    if len(by_reason) > 1:
+        parts.append("F1 n/a: both undefined")
+    return "; ".join(parts)
+
+
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> Path:
     """Write ``payload`` as JSON to ``path`` atomically (``jobcontract.write_json_atomic``;
     values JSON cannot hold are written as ``str``)."""
@@ -270,11 +337,7 @@ def render(summary: dict[str, Any]) -> str:
         f"  clusters         {_show(summary['clusters'])} (singletons {_show(summary['singletons'])}, "
         f"largest {_show(summary['largest_cluster'])})",
     ]
-    if pw:
-        lines.append(
-            f"  pairwise         precision {_ratio_text(pw.get('precision'))}  recall {_ratio_text(pw.get('recall'))}"
-            f"  F1 {_ratio_text(pw.get('f1'))}"
-        )
+    lines += render_pairwise(pw, summary.get("registry_pairwise"), (summary.get("registry") or {}).get("version"))
     if summary.get("registry") is None and "registry" in summary and summary.get("clusters") is not None:
         # the night was linked in isolation (Param entity_registry=false)
         lines.append("  entities         not tracked across nights (entity_registry=false: linked in isolation)")
@@ -294,6 +357,36 @@ def render(summary: dict[str, Any]) -> str:
     secs = ", ".join(f"{k} {v:.1f}s" for k, v in summary["seconds"].items() if v is not None)
     lines.append(f"  seconds          {secs or '-'}")
     return "\n".join(lines)
+
+
+def _figures(pw: dict[str, Any] | None) -> str:
+    pw = pw or {}
+    return (f"precision {_ratio_text(pw.get('precision'))}  recall {_ratio_text(pw.get('recall'))}"
+            f"  F1 {_ratio_text(pw.get('f1'))}")
+
+
+def render_pairwise(night: dict[str, Any] | None, registry: dict[str, Any] | None,
+                    version: str | None = None) -> list[str]:
+    """The summary's pairwise lines: the night's own figures and, when the
+    night used the entity registry, the registry's after the night (all
+    nights' references with truth), each "n/a" figure followed by a note
+    saying why (:func:`pairwise_note`). None when no truth is known (neither
+    scope has a labelled reference)."""
+    if night is None and registry is None:
+        return []
+    pad = " " * 19
+    lines = [f"  pairwise         {_figures(night)}  (this night's references with truth)"]
+    note = pairwise_note(night, "night")
+    if note:
+        lines.append(pad + note)
+    if registry is not None:
+        after = f" after {version}" if version else ""
+        lines.append(f"  entity pairwise  {_figures(registry)}  (the entity registry{after}: "
+                     f"{registry.get('references', 0):,} references with truth, every night so far)")
+        note = pairwise_note(registry, "registry")
+        if note:
+            lines.append(pad + note)
+    return lines
 
 
 def render_registry(reg: dict[str, Any] | None) -> list[str]:

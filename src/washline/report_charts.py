@@ -166,12 +166,14 @@ def seconds_chart(seconds: Mapping[str, Any]) -> str | None:
 
 def trend_chart(history: Iterable[Mapping[str, Any]]) -> str | None:
     """The last nights side by side: rows in, new entities, merges, quarantined
-    share, pairwise F1 (when truth is known) and total seconds.
+    share, pairwise F1 (when truth is known: the night's own and the entity
+    registry's after the night) and total seconds.
 
     Args:
         history: one dict per night, oldest first, from :func:`washline.report_html.trend_point`:
             ``ds``, ``published`` (bool), ``rows_in``, ``new_entities``,
-            ``merges``, ``quarantined_share``, ``f1``, ``seconds``; None where unknown.
+            ``merges``, ``quarantined_share``, ``f1``, ``registry_f1``, ``seconds``;
+            None where unknown or undefined.
     """
     nights = list(history)
     if not nights:
@@ -183,18 +185,28 @@ def trend_chart(history: Iterable[Mapping[str, Any]]) -> str | None:
     fig, axes = plt.subplots(2, 3, figsize=(WIDTH * 1.35, 4.2), sharex=True)
     x = list(range(len(nights)))
     labels = [n["ds"][5:] for n in nights]  # MM-DD
+    # the F1 panel holds two series: the night's own figure and the entity registry's after the night
+    series = {"f1": [("f1", "night", ORANGE, "-"), ("registry_f1", "entity registry", GREEN, "--")]}
     for ax, (key, title, colour) in zip(axes.flat, panels):
-        pts = [(i, n.get(key)) for i, n in zip(x, nights) if isinstance(n.get(key), (int, float))]
         ax.set_title(title, fontsize=9)
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, color=colour)
-            bad = [(i, n.get(key)) for i, n in zip(x, nights)
-                   if not n.get("published") and isinstance(n.get(key), (int, float))]
+        drawn = 0
+        for skey, label, scolour, style in series.get(key, [(key, None, colour, "-")]):
+            pts = [(i, n.get(skey)) for i, n in zip(x, nights) if isinstance(n.get(skey), (int, float))]
+            if not pts:
+                continue
+            drawn += 1
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, color=scolour,
+                    linestyle=style, label=label)
+            bad = [(i, n.get(skey)) for i, n in zip(x, nights)
+                   if not n.get("published") and isinstance(n.get(skey), (int, float))]
             if bad:
                 ax.scatter([b[0] for b in bad], [b[1] for b in bad], marker="x", color=RED, zorder=3, s=30)
-        else:
-            ax.text(0.5, 0.5, "no data" if key != "f1" else "no truth known", transform=ax.transAxes,
-                    ha="center", va="center", color=GREY)
+        if key in series and drawn:
+            ax.legend(fontsize=7, loc="lower right")
+        if not drawn:
+            known = any(n.get("f1_why") or n.get("registry_f1_why") for n in nights)
+            empty = "no data" if key != "f1" else ("undefined (n/a) in every night" if known else "no truth known")
+            ax.text(0.5, 0.5, empty, transform=ax.transAxes, ha="center", va="center", color=GREY)
         if key in ("quarantined_share", "f1"):
             ax.set_ylim(0, 1.02 if key == "f1" else None)
     step = max(1, len(x) // 8)

@@ -56,8 +56,16 @@ class NightFiles:
 def trend_point(summary: Mapping[str, Any]) -> dict[str, Any]:
     """One night of the trend, from its run summary: ``ds``, ``published``,
     ``rows_in``, ``new_entities``, ``merges``, ``quarantined_share``, ``f1``
-    (None without truth), ``seconds`` (sum over the tasks that ran; None when none did)."""
+    (the night's own pairwise F1; None without truth or where undefined),
+    ``registry_f1`` (the entity registry's pairwise F1 after the night, over
+    every reference with truth; None likewise), ``f1_why`` / ``registry_f1_why``
+    (why that F1 is undefined when truth is known; None when it is defined or
+    no truth is known), ``seconds`` (sum over the tasks that ran; None when none did)."""
+    from washline.report import pairwise_undefined
+
     reg = summary.get("registry") or {}
+    night_pw, reg_pw = summary.get("pairwise"), summary.get("registry_pairwise")
+    truth = night_pw is not None or reg_pw is not None
     secs = [v for v in (summary.get("seconds") or {}).values() if isinstance(v, (int, float))]
     return {
         "ds": summary.get("ds"),
@@ -67,6 +75,9 @@ def trend_point(summary: Mapping[str, Any]) -> dict[str, Any]:
         "merges": reg.get("merges"),
         "quarantined_share": summary.get("quarantined_share"),
         "f1": (summary.get("pairwise") or {}).get("f1"),
+        "registry_f1": (reg_pw or {}).get("f1"),
+        "f1_why": pairwise_undefined(night_pw, "night").get("f1") if truth else None,
+        "registry_f1_why": pairwise_undefined(reg_pw, "registry").get("f1") if reg_pw is not None else None,
         "seconds": round(sum(secs), 1) if secs else None,
     }
 
@@ -153,6 +164,35 @@ def read_night_files(paths: RunPaths, summary: Mapping[str, Any]) -> NightFiles:
     return night
 
 
+def pairwise_rows(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The report's pairwise figures against the truth, one row per scope: the
+    entity registry after the night (every reference in it with truth, all
+    nights so far; only when the night used the registry) first, then the
+    night's own clusters. Each row: ``scope`` (``registry`` / ``night``),
+    ``label``, ``pw`` (the figures; {} when no reference of the scope carries
+    truth), ``why`` (figure → why it is undefined, see
+    :func:`washline.report.pairwise_undefined`) and ``note`` (one line, None
+    when all are defined). Empty when no truth is known at all."""
+    from washline.report import pairwise_note, pairwise_undefined
+
+    night, registry = summary.get("pairwise"), summary.get("registry_pairwise")
+    if night is None and registry is None:
+        return []
+    rows = []
+    if registry is not None:
+        version = (summary.get("registry") or {}).get("version") or summary.get("ds")
+        rows.append({"scope": "registry", "pw": registry, "card": f"entity pairwise F1 after {version}",
+                     "label": f"entity registry after {version} ({registry.get('references', 0):,} references "
+                              f"with truth, every night so far)"})
+    rows.append({"scope": "night", "pw": night or {}, "card": "pairwise F1 of this night's clusters",
+                 "label": "this night's clusters (its references with truth)"})
+    for row in rows:
+        pw = None if row["scope"] == "night" and night is None else row["pw"]
+        row["why"] = pairwise_undefined(pw, row["scope"])
+        row["note"] = pairwise_note(pw, row["scope"])
+    return rows
+
+
 def _relative_link(target: str | None, base: Path) -> str | None:
     """``target`` (an absolute path) relative to ``base`` when it lies inside it, else None."""
     if not target:
@@ -221,7 +261,7 @@ def render_report(summary: Mapping[str, Any], night: NightFiles, history: list[d
     data_docs = _relative_link(checks.get("data_docs"), reports_dir)
     page = _environment().get_template("report.html.j2").render(
         s=summary, rows=summary.get("rows") or {}, checks=checks, registry=registry,
-        pairwise=summary.get("pairwise"), figures=figures, metrics=night.metrics, missing=night.missing,
+        pairwise_rows=pairwise_rows(summary), figures=figures, metrics=night.metrics, missing=night.missing,
         iterations=(night.metrics or {}).get("iterations") or [], history=history,
         integrity=checks.get("integrity_report"), expectations=checks.get("expectations"),
         data_docs=data_docs, review_link=review_link,

@@ -6,7 +6,8 @@ import pytest
 
 from datetime import datetime, timezone
 
-from washline.report import build_summary, read_cleanse_metrics, render, write_json_atomic
+from washline.report import (build_summary, pairwise_note, pairwise_undefined, read_cleanse_metrics, render,
+                             write_json_atomic)
 
 CLEANSE = {"rows_in": 10, "rows_curated": 9, "rows_quarantined": 1,
            "quarantined_by_reason": {"column_count": 1, "malformed": 0},
@@ -194,3 +195,73 @@ def test_demo_summary_prints_n_a_for_null_metrics(tmp_path, monkeypatch, capsys)
     assert "precision 0.0000  recall n/a  F1 n/a" in out and "(10.00%)" in out
     assert main(["summary", "--ds", "2025-01-01", "--json"]) == 0
     assert '"recall": null' in capsys.readouterr().out
+
+
+#: FEBRL4 split over two nights: no true pair inside either night, every pair in the registry after night 2
+NIGHT_NO_TRUE_PAIR = {"precision": 0.0, "recall": None, "f1": None, "tp": 0, "predicted_pairs": 3, "true_pairs": 0}
+REGISTRY_AFTER_2 = {"precision": 0.999, "recall": 0.9992, "f1": 0.9991, "tp": 4996, "predicted_pairs": 5001,
+                    "true_pairs": 5000, "references": 10000, "members": 10000}
+REGISTRY_LINK = {"enabled": True, "rebuild": False, "complete": {"ds": "2025-01-02", "base_ds": "2025-01-01"}}
+
+
+def test_registry_pairwise_is_shown_beside_the_night_s_own_with_the_reason_for_each_n_a():
+    link = {**LINK, "pairwise": NIGHT_NO_TRUE_PAIR, "registry_pairwise": REGISTRY_AFTER_2, "registry": REGISTRY_LINK}
+    s = build_summary("2025-01-02", "r2", {"cleanse": CLEANSE, "link": link})
+    assert s["registry_pairwise"] == REGISTRY_AFTER_2 and s["pairwise"] == NIGHT_NO_TRUE_PAIR
+    lines = render(s).splitlines()
+    night = next(i for i, line in enumerate(lines) if line.startswith("  pairwise "))
+    assert "precision 0.0000  recall n/a  F1 n/a" in lines[night]
+    assert lines[night + 1].strip().startswith("recall and F1 n/a: no true pair")
+    assert lines[night + 2].startswith("  entity pairwise  precision 0.9990  recall 0.9992  F1 0.9991")
+    assert "after 2025-01-02" in lines[night + 2] and "10,000 references with truth" in lines[night + 2]
+    assert "None" not in "\n".join(lines)
+    # the n/a figures are exactly the undefined ones, each with its reason
+    assert set(pairwise_undefined(NIGHT_NO_TRUE_PAIR)) == {"recall", "f1"}
+    assert pairwise_undefined(REGISTRY_AFTER_2, "registry") == {}
+    assert pairwise_note(REGISTRY_AFTER_2, "registry") is None
+
+
+def test_a_night_without_labelled_references_says_so_while_the_registry_figure_stands():
+    link = {**LINK, "pairwise": None, "registry_pairwise": REGISTRY_AFTER_2, "registry": REGISTRY_LINK}
+    text = render(build_summary("2025-01-02", "r2", {"cleanse": CLEANSE, "link": link}))
+    assert "pairwise         precision n/a  recall n/a  F1 n/a" in text
+    assert "precision, recall and F1 n/a: no reference of this night carries truth" in text
+    assert "entity pairwise  precision 0.9990" in text
+
+
+@pytest.mark.parametrize("pw, undefined, reason", [
+    (None, {"precision", "recall", "f1"}, "no reference in the registry carries truth"),
+    ({"precision": None, "recall": 0.0, "f1": None}, {"precision", "f1"}, "no predicted pair"),
+    ({"precision": None, "recall": None, "f1": None}, {"precision", "recall", "f1"}, "no true pair"),
+])
+def test_pairwise_undefined_names_each_undefined_figure(pw, undefined, reason):
+    gaps = pairwise_undefined(pw, "registry")
+    assert set(gaps) == undefined and reason in gaps["f1"]
+    assert reason in pairwise_note(pw, "registry")
+    with pytest.raises(ValueError, match="scope"):
+        pairwise_undefined(pw, "week")
+
+
+def test_without_truth_no_pairwise_line_is_printed():
+    link = {**LINK, "pairwise": None, "registry_pairwise": None, "registry": REGISTRY_LINK}
+    s = build_summary("2025-01-02", "r2", {"cleanse": CLEANSE, "link": link})
+    text = render(s)
+    assert s["pairwise"] is None and s["registry_pairwise"] is None
+    assert "pairwise" not in text and "n/a" not in text
+    # a summary written before registry_pairwise existed still renders
+    del s["registry_pairwise"]
+    assert "entity pairwise" not in render({**s, "pairwise": NIGHT_NO_TRUE_PAIR})
+
+
+def test_demo_summary_prints_the_registry_figure(tmp_path, monkeypatch, capsys):
+    from washline.demo import main
+    from washline.paths import RunPaths
+
+    monkeypatch.setenv("WASHLINE_DATA", str(tmp_path))
+    link = {**LINK, "pairwise": NIGHT_NO_TRUE_PAIR, "registry_pairwise": REGISTRY_AFTER_2, "registry": REGISTRY_LINK}
+    write_json_atomic(RunPaths.for_run("2025-01-02", root=tmp_path).summary,
+                      build_summary("2025-01-02", "r2", {"cleanse": CLEANSE, "link": link}))
+    assert main(["summary", "--ds", "2025-01-02"]) == 2  # not published
+    out = capsys.readouterr().out
+    assert "entity pairwise  precision 0.9990  recall 0.9992  F1 0.9991" in out
+    assert "recall and F1 n/a: no true pair" in out

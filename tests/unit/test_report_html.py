@@ -179,7 +179,8 @@ def test_trend_covers_the_last_30_nights_up_to_the_date(tmp_path):
     assert history[-1]["ds"] == days[32] and history[0]["ds"] > "2025-01-02"  # nothing after the date
     assert "2025-01-10" not in {h["ds"] for h in history}  # an unreadable summary is skipped
     assert history[-1] == {"ds": days[32], "published": False, "rows_in": 132, "new_entities": 32, "merges": 0,
-                           "quarantined_share": round(2 / 132, 4), "f1": None, "seconds": 1.0}
+                           "quarantined_share": round(2 / 132, 4), "f1": None, "registry_f1": None,
+                           "f1_why": None, "registry_f1_why": None, "seconds": 1.0}
     text = write_report(RunPaths.for_run(days[32], root=tmp_path), current).read_text()
     assert Page(text).tables["trend"] == 1 + 30
 
@@ -187,7 +188,8 @@ def test_trend_covers_the_last_30_nights_up_to_the_date(tmp_path):
 def test_trend_point_of_a_night_without_registry_or_truth():
     s = build_summary("2025-01-01", "r", {"cleanse": {"rows_in": 0, "rows_quarantined": 0}})
     assert trend_point(s) == {"ds": "2025-01-01", "published": False, "rows_in": 0, "new_entities": None,
-                              "merges": None, "quarantined_share": None, "f1": None, "seconds": None}
+                              "merges": None, "quarantined_share": None, "f1": None, "registry_f1": None,
+                              "f1_why": None, "registry_f1_why": None, "seconds": None}
 
 
 def test_report_task_writes_the_page_and_the_summary_names_it(tmp_path, monkeypatch):
@@ -233,3 +235,89 @@ def test_registry_cards_say_how_many_golden_records_changed(tmp_path, updates):
     assert "joined existing entities" in text
     card = re.search(r"<b>([\d,]+)</b><span>golden records updated</span>", text)
     assert (card.group(1) if card else None) == ("3" if updates else None)
+
+
+class Marked(HTMLParser):
+    """Text and ``title`` attributes inside each element with an ``id`` (nested ids included),
+    and the ids of the F1 cards in page order."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.text: dict[str, str] = {}
+        self.titles: dict[str, list[str]] = {}
+        self.cards: list[str] = []
+        self._open: list[tuple[str, str | None]] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag in ("br", "meta", "hr", "img", "input", "link", "path", "use"):
+            return
+        self._open.append((tag, a.get("id")))
+        if a.get("id"):
+            self.text.setdefault(a["id"], "")
+            self.titles.setdefault(a["id"], [])
+            if a["id"].startswith("f1-"):
+                self.cards.append(a["id"])
+        for _, eid in self._open:
+            if eid and a.get("title"):
+                self.titles[eid].append(a["title"])
+
+    def handle_endtag(self, tag):
+        for i in range(len(self._open) - 1, -1, -1):
+            if self._open[i][0] == tag:
+                del self._open[i:]
+                break
+
+    def handle_data(self, data):
+        for _, eid in self._open:
+            if eid:
+                self.text[eid] += data
+
+
+NIGHT_NO_TRUE_PAIR = {"precision": 0.0, "recall": None, "f1": None, "tp": 0, "predicted_pairs": 3, "true_pairs": 0}
+REGISTRY_AFTER_2 = {"precision": 0.999, "recall": 0.9992, "f1": 0.9991, "tp": 4996, "predicted_pairs": 5001,
+                    "true_pairs": 5000, "references": 10000, "members": 10000}
+
+
+def test_report_shows_the_registry_f1_first_and_says_why_the_night_s_is_n_a(tmp_path):
+    paths, summary = published_night(tmp_path)
+    summary.update(pairwise=NIGHT_NO_TRUE_PAIR, registry_pairwise=REGISTRY_AFTER_2,
+                   registry={"version": paths.ds, "new_entities": 5, "joined_existing": 5000, "merges": 0,
+                             "splits": 0, "entities_total": 5004})
+    text = write_report(paths, summary).read_text()
+    page = Marked(text)
+    assert page.cards == ["f1-registry", "f1-night"]  # the first F1 card is the registry's
+    assert page.text["f1-registry"].startswith("0.9991") and f"after {paths.ds}" in page.text["f1-registry"]
+    assert page.titles["f1-registry"] == []  # nothing undefined, nothing to explain
+    assert page.text["f1-night"].startswith("n/a")
+    assert any(t.startswith("F1 n/a: no true pair") for t in page.titles["f1-night"])
+    assert any(t.startswith("recall n/a: no true pair") for t in page.titles["f1-night"])
+    assert "P 0.0000" in page.text["f1-night"]  # a defined 0 is a figure, not n/a
+    row = page.text["pairwise-registry"]
+    assert "10,000 references with truth" in row and "0.9990" in row and "4,996" in row and "n/a" not in row
+    assert page.text["pairwise-night"].count("n/a") == 2
+    assert "recall and F1 n/a: no true pair" in page.text["pairwise-note-night"]
+    assert "pairwise-note-registry" not in page.text
+    # the trend holds both figures; the night's n/a says why on hover
+    assert "0.9991" in page.text["trend"]
+    assert any("no true pair" in t for t in page.titles["trend"])
+
+
+def test_report_of_a_night_without_labelled_references_says_no_reference_carries_truth(tmp_path):
+    paths, summary = published_night(tmp_path, f1=None)
+    summary.update(registry_pairwise=REGISTRY_AFTER_2, registry={"version": paths.ds, "entities_total": 5004})
+    page = Marked(write_report(paths, summary).read_text())
+    assert page.text["f1-night"].startswith("n/a")
+    assert "F1 n/a: no reference of this night carries truth" in page.titles["f1-night"]
+    assert "no reference of this night carries truth" in page.text["pairwise-note-night"]
+
+
+def test_report_without_truth_has_no_f1_card_and_no_n_a(tmp_path):
+    published_night(tmp_path, ds="2025-01-01", f1=None)
+    paths, summary = published_night(tmp_path, f1=None)
+    assert summary["registry_pairwise"] is None
+    text = write_report(paths, summary).read_text()
+    page = Marked(text)
+    assert page.cards == [] and "pairwise" not in page.text
+    assert "n/a" not in page.text["trend"]  # no truth known is "–", not an undefined figure
