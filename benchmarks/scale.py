@@ -1,23 +1,40 @@
-"""Speed and memory of washline HDWM against Splink on DuckDB, on the same files in the same run.
+"""Speed and memory of washline HDWM against Splink on DuckDB and on Spark, on the same files in the same run.
 
     benchmarks/.venv/bin/python benchmarks/scale.py --sizes 100000,1000000 [--repeat 3] [--skip-splink]
+    benchmarks/.venv/bin/python benchmarks/scale.py --sizes 100000 --peers duckdb,spark
     benchmarks/.venv/bin/python benchmarks/scale.py --febrl3 --repeat 3
     benchmarks/.venv/bin/python benchmarks/scale.py --sizes 100000 --set iterationShortcut=false
+
+Peers (``--peers``, a comma list; default ``duckdb``, ``--skip-splink`` runs none), each once per
+input, after washline, as a subprocess timed whole:
+
+* ``duckdb``: Splink 5 on DuckDB in this venv (``linkage_quality.run_splink``).
+* ``spark``: Splink 5 on Spark, ``benchmarks/splink_spark.py`` in its own venv
+  (``make -C benchmarks splink-spark-venv`` builds ``benchmarks/.venv-splink-spark`` from
+  ``benchmarks/requirements-splink-spark.txt``; ``$WASHLINE_SPLINK_SPARK_PYTHON`` overrides the
+  interpreter), on ``local[2]`` as washline. It runs on **PySpark 4.2.0, washline's own Spark**:
+  Splink 5.0.0 ships its similarity jar for Spark 4 (Scala 2.13) beside the Spark 3 one and picks
+  it by pyspark's major version, so Spark 4 loads it and the peer keeps every string comparison
+  (Jaro-Winkler, Damerau-Levenshtein from the jar). The same model as the DuckDB peer (same
+  comparisons, blocking rules and training), only the backend differs; Spark set up as Splink's
+  documentation recommends (jar on ``spark.jars``, parallelism and shuffle partitions 5× the
+  cores, a checkpoint folder with Parquet lineage breaking; ``splink_spark.spark_conf``).
 
 For each size: ``benchmarks/synth.py --records N --seed 42`` (cached in the
 temp folder; ``--generator messy`` uses ``benchmarks/messy.py`` instead),
 then washline ``python -m hdwm --format csv`` in the product venv on
 ``local[2]`` as a subprocess, ``--repeat`` times, then Splink on DuckDB once
 on the same file (a subprocess of this script: ``linkage_quality.run_splink``,
-clusters at p ≥ 0.9, no oracle threshold scan). ``--febrl3`` instead times
+clusters at p ≥ 0.9, no oracle threshold scan), then each other peer. ``--febrl3`` instead times
 the Airflow link job itself (``spark-submit spark_jobs/link.py`` on a curated
 Parquet folder of FEBRL3, JVM start included) and Splink on the FEBRL3 CSV.
 
 Reported per input: median wall seconds of each whole process (JVM or
-Python start-up included), **the ratio washline / Splink** (the figure that
-counts on a shared machine), peak resident memory of the process tree (JVM
+Python start-up included), **the ratio washline / peer** beside each peer's
+time (the figure that counts on a shared machine), peak resident memory of the process tree (JVM
 + Python driver + Python workers: the sum of RSS over the tree, sampled every
-0.5 s), pairwise F1, and the load average (1 minute) at start and end.
+0.5 s), pairwise F1 of washline and of each peer against the truth, and the load average
+(1 minute) at washline's start and end and after each peer (``ratio_table``).
 
 Stage profile of each washline run: the engine's stages (start-up, read,
 tokens+frequencies, correction, collect (an input iterating on the driver,
@@ -48,6 +65,10 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 PRODUCT_PY = os.environ.get("WASHLINE_PYTHON", str(REPO / ".venv" / "bin" / "python"))
 STAGE_PROPERTY = "washline.stage"  # hdwm.pipeline.STAGE_PROPERTY (this venv has no pyspark)
+SPLINK_SPARK_PY = os.environ.get("WASHLINE_SPLINK_SPARK_PYTHON",
+                                 str(REPO / "benchmarks" / ".venv-splink-spark" / "bin" / "python"))
+#: ``--peers`` names and their column labels, in table order.
+PEERS = {"duckdb": "Splink-DuckDB", "spark": "Splink-Spark"}
 STAGE_ORDER = ["start-up", "read", "tokens+frequencies", "correction", "collect", "blocking", "scoring",
                "components", "quality", "summary", "write"]
 
@@ -212,6 +233,66 @@ def run_splink(path: Path) -> tuple[float, float, float]:
     return w, pk, json.loads(out.strip().splitlines()[-1])["f1"]
 
 
+def run_splink_spark(path: Path) -> tuple[float, float, float]:
+    """Splink on Spark (``benchmarks/splink_spark.py`` in its venv, ``local[2]``) on the CSV ``path``:
+    (wall s of the whole process, JVM start included; peak GiB of the tree, JVM included; F1)."""
+    env = dict(os.environ, PYSPARK_PYTHON=SPLINK_SPARK_PY, PYSPARK_DRIVER_PYTHON=SPLINK_SPARK_PY)
+    w, pk, out = measure([SPLINK_SPARK_PY, str(REPO / "benchmarks" / "splink_spark.py"), "--input", str(path),
+                          "--cores", "2"], env=env)
+    return w, pk, json.loads(out.strip().splitlines()[-1])["f1"]
+
+
+PEER_RUNS = {"duckdb": run_splink, "spark": run_splink_spark}
+
+
+def parse_peers(text: str) -> list[str]:
+    """``--peers``: a comma list of ``PEERS`` names → the names in ``PEERS`` order, each once.
+
+    Raises argparse.ArgumentTypeError on an empty list or an unknown name."""
+    names = [x.strip().lower() for x in text.split(",") if x.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("give at least one peer (duckdb, spark); --skip-splink runs none")
+    unknown = sorted(set(names) - set(PEERS))
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown peer(s) {', '.join(unknown)}: choose from {', '.join(PEERS)}")
+    return [p for p in PEERS if p in names]
+
+
+def ratio_table(rows: list[dict], peers: list[str]) -> list[str]:
+    """The Markdown summary: one line per input, the header and rule first.
+
+    Each row: ``label``; ``wall`` (washline median s, None when washline did not run) and ``walls``
+    (every run); ``peak`` (GiB or None); ``f1`` (or None); ``load0``/``load1`` (load average at
+    washline's start and end); ``peers``: {peer name: (wall s, peak GiB, F1 or None, load average
+    after it)} for the ``peers`` that ran. A peer's columns are its wall, **washline / peer** (the
+    ratio of wall times, "–" when either side is missing or the peer took 0 s), peak and F1."""
+    def num(x, fmt):
+        return "–" if x is None else format(x, fmt)
+
+    head = ["input", "washline median wall s (runs)"]
+    for p in peers:
+        head += [f"{PEERS[p]} wall s", f"**washline / {PEERS[p]}**"]
+    head += ["washline peak RSS GiB"] + [f"{PEERS[p]} peak GiB" for p in peers]
+    head += ["washline F1"] + [f"{PEERS[p]} F1" for p in peers]
+    head += ["load avg (washline start→end" + "".join(f", after {PEERS[p]}" for p in peers) + ")"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        w = r.get("wall")
+        hd = f"{w:.1f} ({', '.join(f'{x:.1f}' for x in r.get('walls', []))})" if w is not None else "–"
+        cells = [r["label"], hd]
+        done = r.get("peers", {})
+        for p in peers:
+            res = done.get(p)
+            pw = res[0] if res else None
+            cells += [num(pw, ".1f"), f"**{w / pw:.2f}×**" if w is not None and pw else "–"]
+        cells += [num(r.get("peak"), ".2f")] + [num(done[p][1] if p in done else None, ".2f") for p in peers]
+        cells += [num(r.get("f1"), ".4f")] + [num(done[p][2] if p in done else None, ".4f") for p in peers]
+        cells += [f"{r['load0']:.1f}→{r['load1']:.1f}" + "".join(
+            f", {done[p][3]:.1f}" if p in done else ", –" for p in peers)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def febrl3_job(env: dict) -> tuple[list[str], Path, Path]:
     """(spark-submit command of the link job on curated FEBRL3, its --out folder, the FEBRL3 CSV)."""
     from linkage_quality import ensure_input  # same folder
@@ -242,18 +323,25 @@ def with_event_log(cmd: list[str], log_dir: Path, is_submit: bool) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="washline HDWM against Splink-DuckDB, same files, same run")
+    ap = argparse.ArgumentParser(description="washline HDWM against Splink peers (DuckDB, Spark), same files, same run")
     ap.add_argument("--sizes", default="100000")
     ap.add_argument("--generator", default="synth", choices=["synth"])
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--febrl3", action="store_true", help="time spark_jobs/link.py on FEBRL3 instead")
-    ap.add_argument("--skip-splink", action="store_true")
-    ap.add_argument("--skip-hdwm", action="store_true", help="time only Splink on DuckDB")
+    ap.add_argument("--peers", type=parse_peers, default=["duckdb"], metavar="LIST",
+                    help="comma list of Splink peers to time after washline: duckdb (this venv), spark "
+                         "(benchmarks/.venv-splink-spark, make -C benchmarks splink-spark-venv); default duckdb")
+    ap.add_argument("--skip-splink", action="store_true", help="run no peer")
+    ap.add_argument("--skip-hdwm", action="store_true", help="time only the peers")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="profile override passed to python -m hdwm (synthetic sizes only)")
     ap.add_argument("--out", metavar="DIR", help="python -m hdwm --out DIR/<size>: keep links/ and clusters/ "
                     "(the write then counts in the wall time; benchmarks/cluster.py --local-links compares them)")
     a = ap.parse_args(argv)
+    peers = [] if a.skip_splink else a.peers
+    if "spark" in peers and not Path(SPLINK_SPARK_PY).exists():
+        ap.error(f"the spark peer needs {SPLINK_SPARK_PY}: make -C benchmarks splink-spark-venv "
+                 "(or set WASHLINE_SPLINK_SPARK_PYTHON)")
     env = dict(os.environ, WASHLINE_SPARK_MASTER="local[2]")
     runs = []  # (label, washline command, --out folder of a link job or None, file for Splink, is spark-submit)
     if a.febrl3:
@@ -286,24 +374,16 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr, flush=True)
             print_stage_profile(f"{label}, run {k + 1}", w, m.get("stages", {}), event_log_profile(logs))
         load1 = os.getloadavg()[0]
-        sp = None
-        if not a.skip_splink:
-            sp = run_splink(path)
-            print(f"[scale] {label} Splink-DuckDB: {sp[0]:.1f}s peak {sp[1]:.2f} GiB f1={sp[2]} "
-                  f"load={os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
-        rows.append((label, statistics.median(walls) if walls else None, walls, max(peaks, default=None), f1,
-                     load0, load1, sp, os.getloadavg()[0]))
-    print("\n| input | washline median wall s (runs) | Splink-DuckDB wall s | **washline / Splink** | "
-          "washline peak RSS GiB | Splink peak GiB | washline F1 | Splink F1 | load avg (washline start→end, "
-          "after Splink) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for label, w, ws, pk, f1, l0, l1, sp, l2 in rows:
-        hd = f"{w:.1f} ({', '.join(f'{x:.1f}' for x in ws)})" if w is not None else "–"
-        ratio = f"**{w / sp[0]:.2f}×**" if w is not None and sp else "–"
-        spw, spk, spf = (f"{sp[0]:.1f}", f"{sp[1]:.2f}", f"{sp[2]:.4f}") if sp else ("–", "–", "–")
-        f1s = f"{f1:.4f}" if f1 is not None else "–"
-        pks = f"{pk:.2f}" if pk is not None else "–"
-        print(f"| {label} | {hd} | {spw} | {ratio} | {pks} | {spk} | {f1s} | {spf} | {l0:.1f}→{l1:.1f}, {l2:.1f} |")
+        done = {}
+        for p in peers:
+            pw, ppk, pf1 = PEER_RUNS[p](path)
+            done[p] = (pw, ppk, pf1, os.getloadavg()[0])
+            print(f"[scale] {label} {PEERS[p]}: {pw:.1f}s peak {ppk:.2f} GiB f1={pf1} load={done[p][3]:.1f}",
+                  file=sys.stderr, flush=True)
+        rows.append({"label": label, "wall": statistics.median(walls) if walls else None, "walls": walls,
+                     "peak": max(peaks, default=None), "f1": f1, "load0": load0, "load1": load1, "peers": done})
+    print()
+    print("\n".join(ratio_table(rows, peers)))
     return 0
 
 
