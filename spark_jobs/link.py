@@ -16,8 +16,10 @@ string (DATE/TIMESTAMP as ``yyyyMMdd``), nulls skipped, joined by spaces.
 Without ``--registry`` the night is linked on its own. With ``--registry DIR``
 (``lake/entities``) it is linked incrementally against the latest published
 registry version before ``--ds`` (``hdwm.registry``, ``hdwm.incremental``) and
-registry version ``ds=<ds>`` is written (members, entities, changes,
-frequencies, ``_COMPLETE.json``); when ``ds`` was published already, that
+registry version ``ds=<ds>`` is written (the night's layers of members,
+entities, changes, frequencies and tokens, then ``_COMPLETE.json``), after
+which versions beyond the last ``--keep-versions`` published ones (default 7)
+are removed (``hdwm.registry.prune``); when ``ds`` was published already, that
 version is first moved aside to ``.published-ds=<ds>/`` (``hdwm.registry.stash_published``). A date after a published one, or one whose
 predecessor (a date with ``lake/curated/<p>`` or, with ``--landing``,
 ``landing/<source>/<p>``) was neither published nor rejected, is refused.
@@ -148,7 +150,7 @@ def attributes_map(df):
 def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str | None = None, spark=None, *,
         registry: str | None = None, source_col: str = "source", decisions: str | None = None,
         landing: str | None = None, neighbourhood: str | None = None, rebuild: bool = False,
-        top_entities: int | None = None) -> dict:
+        top_entities: int | None = None, keep_versions: int | None = 7) -> dict:
     """Link ``curated`` into ``out``; returns the metrics dict written to metrics.json.
 
     Progress: one ``[link] <stage>: key=value ... (stage Xs; Ys since start)``
@@ -172,6 +174,9 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
     ``rebuild`` (needs ``registry``): relink the base version's every member
     with the night in one batch (``hdwm.incremental.rebuild_night``); the
     registry stages are then recount, rebuild link and id assignment.
+    ``keep_versions``: after the version is written, keep the last this many
+    published versions and delete what no kept version needs
+    (``hdwm.registry.prune``); None or 0: keep everything.
 
     Raises:
         ValueError: ``rebuild`` without ``registry``.
@@ -190,11 +195,11 @@ def run(curated: str, out: str, ds: str, profile_name: str, checkpoint_dir: str 
     with activate(progress):
         return _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, registry=registry,
                     source_col=source_col, decisions=decisions, landing=landing, neighbourhood=neighbourhood,
-                    rebuild=rebuild, top_entities=top_entities)
+                    rebuild=rebuild, top_entities=top_entities, keep_versions=keep_versions)
 
 
 def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, registry, source_col, decisions,
-         landing, neighbourhood, rebuild=False, top_entities=None) -> dict:
+         landing, neighbourhood, rebuild=False, top_entities=None, keep_versions=None) -> dict:
     """``run``'s body, saying its stages on ``progress``."""
     from pyspark.sql import functions as F
 
@@ -276,7 +281,8 @@ def _run(progress, curated, out, ds, profile_name, checkpoint_dir, spark, *, reg
         if registry:
             links, metrics, registry_counts, pairs = _link_with_registry(
                 spark, refs, registry, ds, base_ds, profile, must, cannot, ckpt, t0, read_version, clear_markers,
-                write_version, neighbourhood, rebuild=rebuild, top_entities=top_entities)
+                write_version, neighbourhood, rebuild=rebuild, top_entities=top_entities,
+                keep_versions=keep_versions)
         else:
             with progress.stage("link") as said:
                 links, metrics, pairs = _link_alone(spark, refs, ds, profile, must, cannot, ckpt,
@@ -371,7 +377,8 @@ def _link_alone(spark, refs, ds, profile, must, cannot, ckpt, unique_ids: bool):
 
 
 def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, cannot, ckpt, t0, read_version,
-                        clear_markers, write_version, neighbourhood=None, rebuild=False, top_entities=None):
+                        clear_markers, write_version, neighbourhood=None, rebuild=False, top_entities=None,
+                        keep_versions=None):
     """Link the night against registry version ``base_ds`` (or, with
     ``rebuild``, relink that version's history with the night in one batch)
     and write version ``ds``."""
@@ -409,8 +416,13 @@ def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, canno
     complete["seconds"] = round(time.time() - t0, 2)
     if res.tokens is not None:
         complete["tokens_fingerprint"] = res.tokens_fingerprint  # what the next night checks (hdwm.registry)
-    write_version(registry, ds, res.members, res.entities, res.changes, res.frequencies, complete,
-                  tokens=res.tokens, tokens_fingerprint=res.tokens_fingerprint)
+    write_version(registry, ds, base, res.members, res.entities, res.changes, res.frequencies, complete,
+                  tokens=res.tokens, tokens_fingerprint=res.tokens_fingerprint,
+                  frequencies_full=res.frequencies_full, tokens_full=res.tokens_full)
+    if keep_versions:
+        from hdwm.registry import prune
+
+        prune(registry, keep=keep_versions)
     em = res.engine_metrics or {}
     metrics = {**{k: em[k] for k in ("effective_parameters", "iterations", "stages") if k in em},
                "engine_references": em.get("references"), **_summary(links), "pairwise": None}
@@ -457,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--decisions", default=None,
                     help="must_link/cannot_link CSV (default $WASHLINE_DATA/decisions/decisions.csv if present)")
     ap.add_argument("--landing", default=None, help="landing root: its <source>/<ds> folders count as pending dates")
+    ap.add_argument("--keep-versions", type=int, default=7,
+                    help="with --registry: published registry versions kept after the night (0: keep all)")
     a = ap.parse_args(argv)
     from hdwm.closure import ClosureDidNotConverge
     from hdwm.config import ProfileError
@@ -468,11 +482,13 @@ def main(argv: list[str] | None = None) -> int:
         validate_ds(a.ds, "--ds")
     except ValueError as exc:
         return _fail(a.out, str(exc))
+    if a.keep_versions < 0:
+        return _fail(a.out, f"--keep-versions must be 0 (keep all) or more, got {a.keep_versions}")
     if a.rebuild and not a.registry:
         return _fail(a.out, "--rebuild needs --registry (a rebuild relinks the entity registry's history)")
     try:
         run(a.curated, a.out, a.ds, a.profile, a.checkpoint_dir, registry=a.registry, source_col=a.source_col,
-            decisions=a.decisions, landing=a.landing, rebuild=a.rebuild)
+            decisions=a.decisions, landing=a.landing, rebuild=a.rebuild, keep_versions=a.keep_versions)
     except (RegistryOrderError, DecisionsError) as exc:
         # about the dates' order or the shared decisions file, not this night's data: the report keeps the
         # date pending (no _REJECTED.json), so the next date waits for it instead of leaving its references out

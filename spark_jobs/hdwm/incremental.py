@@ -608,8 +608,14 @@ def assign_ids(clusters: DataFrame, old: DataFrame, old_entities: DataFrame, ds:
 
 @dataclass
 class NightResult:
-    """The next registry version's frames (contract schemas) and the night's links.
+    """The next registry version's frames and the night's links.
 
+    ``members``: the members the night added or changed (``MEMBERS_SCHEMA``);
+    ``entities``: the entities it created, changed or removed
+    (``ENTITY_LAYER_SCHEMA``: ``removed`` true for an id that no longer exists);
+    ``changes``: the night's change rows; ``frequencies``: the night's token
+    count deltas (the whole population's with ``frequencies_full``). These are
+    the deltas ``hdwm.registry.write_version`` layers on the base.
     ``links``: (``ref_key``, ``entity_id``, ``iteration``, ``mu``, ``quality``,
     ``member_count``) for the night's references (``None`` for a rebuild);
     ``counts``: the ``_COMPLETE.json`` counts."""
@@ -627,6 +633,9 @@ class NightResult:
     #: and the fingerprint of the tokeniser that made them; None: the version stores no tokens
     tokens: DataFrame | None = None
     tokens_fingerprint: str | None = None
+    #: ``frequencies``/``tokens`` hold the whole population rather than the night's delta
+    frequencies_full: bool = False
+    tokens_full: bool = False
 
 
 def assign_and_build(spark: SparkSession, base: RegistryVersion, clusters: DataFrame, night: DataFrame | None,
@@ -677,10 +686,8 @@ def assign_and_build(spark: SparkSession, base: RegistryVersion, clusters: DataF
         F.when(in_night, F.col("n_text")).otherwise(F.col("text")).alias("text"),
         F.when(in_night, F.col("n_attributes")).otherwise(F.col("attributes")).alias("attributes"),
     ))
-    carried_members = base.members.join(
-        base_mem.join(sub_keys, "ref_key", "left_semi").select("source", "record_id"), ["source", "record_id"],
-        "left_anti")
-    members = carried_members.unionByName(sub_members)
+    # the night's members layer: only rows that differ from the base
+    members = sub_members.filter(F.col("last_changed_ds") == F.lit(ds))
 
     changed_ids = summary.filter(F.col("change").isNotNull()).select("entity_id", F.lit(True).alias("_chg"))
     # an entity whose members are the same but whose golden record is not (a member sent again with
@@ -694,34 +701,47 @@ def assign_and_build(spark: SparkSession, base: RegistryVersion, clusters: DataF
         .join(golden_records(sub_members), "entity_id", "left")
         .withColumn("_upd", F.col("_chg").isNull() & F.col("_prev_lc").isNotNull()
                     & ~F.col("golden_record").eqNullSafe(F.col("_prev_gold")))
+        .withColumn("_is_new", F.col("_prev_lc").isNull())
         .select("entity_id", "member_count", "first_seen_ds",
                 F.when(F.col("_chg").isNotNull() | F.col("_prev_lc").isNull() | F.col("_upd"), F.lit(ds))
                 .otherwise(F.col("_prev_lc")).alias("last_changed_ds"),
-                "golden_record", "_upd"))
+                "golden_record", "_upd", "_is_new"))
     updates = ent_new.filter("_upd").select(F.lit(ds).alias("ds"), "entity_id", F.lit("update").alias("change"),
                                             F.lit("").alias("from_entity_ids"), "member_count")
-    ent_new = ent_new.drop("_upd")
-    carried_entities = base.entities.join(touched, "entity_id", "left_anti")
-    entities = carried_entities.unionByName(ent_new)
+    # ids the night touched that hold no member any more: merged away, or emptied by a split
+    gone = _freeze(old_entities.join(ent_new.select("entity_id"), "entity_id", "left_anti").select(
+        "entity_id", F.lit(0).alias("member_count"), "first_seen_ds", F.lit(ds).alias("last_changed_ds"),
+        F.lit(None).cast("string").alias("golden_record"), F.lit(True).alias("removed")))
+    entities = (ent_new.filter(F.col("last_changed_ds") == F.lit(ds))
+                .select("entity_id", "member_count", "first_seen_ds", "last_changed_ds", "golden_record",
+                        F.lit(False).alias("removed"))
+                .unionByName(gone))
     changes = summary.filter(F.col("change").isNotNull()).select(
         F.lit(ds).alias("ds"), "entity_id", "change", "from_entity_ids", "member_count").unionByName(updates)
     changes = _freeze(changes)
 
-    base_ids = base.entities.select("entity_id")
     ccount = {r.change: int(r.n) for r in changes.groupBy("change").agg(F.count(F.lit(1)).alias("n")).collect()}
     n_split_entities = (summary.filter(F.col("change") == "split")
                         .select(F.explode(F.split("from_entity_ids", ",")).alias("e")).distinct().count())
-    counts = {"references_total": members.count(), "entities_total": entities.count(),
+    # totals from the base's recorded totals and the night's deltas: nothing history-sized is counted
+    base_refs = base.complete.get("references_total")
+    base_ents = base.complete.get("entities_total")
+    base_refs = int(base_refs) if base_refs is not None else base.members.count()
+    base_ents = int(base_ents) if base_ents is not None else base.entities.count()
+    n_new_refs = ids.join(old.select("ref_key"), "ref_key", "left_anti").count()
+    n_born = ent_new.filter("_is_new").count()
+    counts = {"references_total": base_refs + n_new_refs, "entities_total": base_ents + n_born - gone.count(),
               "new_entities": ccount.get("new", 0), "grows": ccount.get("grow", 0),
               "merges": ccount.get("merge", 0), "splits": n_split_entities, "split_rows": ccount.get("split", 0),
               "updates": ccount.get("update", 0)}
     links = None
     if night is not None:
         nk = night.select("ref_key")
-        new_refs = nk.join(base_mem.select("ref_key"), "ref_key", "left_anti")
+        new_refs = nk.join(old.select("ref_key"), "ref_key", "left_anti")
         counts["night_references"] = nk.count()
         counts["new_references"] = new_refs.count()
-        counts["joined_existing"] = (new_refs.join(ids, "ref_key").join(base_ids, "entity_id", "left_semi").count())
+        old_ids = old_entities.select("entity_id")
+        counts["joined_existing"] = (new_refs.join(ids, "ref_key").join(old_ids, "entity_id", "left_semi").count())
         ecount = ent_new.select("entity_id", "member_count")
         links = (nk.join(ids, "ref_key").join(clusters.select("ref_key", "iteration", "mu", "quality"), "ref_key")
                  .join(ecount, "entity_id"))
@@ -772,17 +792,22 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
 
     # 1. frequencies: base + night, minus the old text of references sent again
     night_tok = _freeze(tokenize(night.select(F.col("ref_key").alias("record_id"), "text"), profile))
-    resent = base_mem.join(night.select("ref_key"), "ref_key", "left_semi")
+    resent = base_mem.join(F.broadcast(night.select("ref_key")), "ref_key", "left_semi")
     resent = _freeze(resent)
     n_resent = resent.count()
-    deltas = [base.frequencies.select("token", "freq"), token_frequencies(night_tok)]
+    deltas = [token_frequencies(night_tok)]
     if n_resent:
         old_tok = tokenize(resent.select(F.col("ref_key").alias("record_id"), "text"), profile)
         deltas.append(token_frequencies(old_tok).select("token", (-F.col("freq")).alias("freq")))
-    allf = deltas[0]
+    night_delta = deltas[0]
     for d in deltas[1:]:
-        allf = allf.unionByName(d)
-    freq = _freeze(allf.groupBy("token").agg(F.sum("freq").cast("long").alias("freq")).filter(F.col("freq") > 0))
+        night_delta = night_delta.unionByName(d)
+    # the night's own counts: what the next version's frequencies layer stores
+    night_delta = _freeze(night_delta.groupBy("token").agg(F.sum("freq").cast("long").alias("freq"))
+                          .filter(F.col("freq") != 0))
+    base_rows = base.frequency_rows if base.frequency_rows is not None else base.frequencies
+    freq = _freeze(base_rows.select("token", "freq").unionByName(night_delta)
+                   .groupBy("token").agg(F.sum("freq").cast("long").alias("freq")).filter(F.col("freq") > 0))
     n_total = n_base + n_night - n_resent
     eff = profile.effective(n_total)
     _say("registry: token frequencies maintained", {
@@ -856,10 +881,14 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
 
     # 4. ids and the next version
     res = assign_and_build(spark, base, clusters, night, ds, profile)
-    res.frequencies = freq
+    res.frequencies = night_delta
     res.engine_metrics = emetrics
     res.pairs = pairs
-    res.tokens, res.tokens_fingerprint = next_tokens(reg_tok, night, night_tok), tokens_fingerprint(profile)
+    res.tokens_fingerprint = tokens_fingerprint(profile)
+    if stored:  # the base's token layers hold every other member: the night adds its own
+        res.tokens = night_tokens(night, night_tok)
+    else:  # tokenised from the texts this night: the next version starts a new token chain
+        res.tokens, res.tokens_full = next_tokens(reg_tok, night, night_tok), True
     res.counts.update({"neighbourhood_references": n_neigh, "neighbourhood_followers": n_followers,
                        "linked_references": n_night + n_neigh,
                        "resent_references": n_resent, "neighbourhood_rule": neighbourhood,
@@ -937,12 +966,13 @@ def rebuild_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, 
     cmp = pairwise_metrics(cmp_rows, cluster_col="rebuilt_cluster", truth_col="entity_id") or \
         {"precision": None, "recall": None, "f1": None, "tp": 0, "predicted_pairs": 0, "true_pairs": 0}
     res = assign_and_build(spark, base, clusters, night, ds, profile)
-    res.frequencies = freq
+    res.frequencies, res.frequencies_full = freq, True  # recounted over the whole population
     res.engine_metrics = emetrics
     res.pairs = pairs
     night_tok = tokenize(night.select(F.col("ref_key").alias("record_id"), "text"), profile)
     kept_tok = tokenize(kept.select(F.col("ref_key").alias("record_id"), "text"), profile)
     res.tokens, res.tokens_fingerprint = next_tokens(kept_tok, night, night_tok), tokens_fingerprint(profile)
+    res.tokens_full = True
     res.counts.update({
         "neighbourhood_references": n_kept, "linked_references": n_total, "resent_references": n_resent,
         "rebuild": {"compared_references": n_kept + n_resent, **cmp,
@@ -1043,6 +1073,16 @@ def registry_tokens(base: RegistryVersion, base_mem: DataFrame, profile: Linkage
     if base.tokens is not None and base.complete.get("tokens_fingerprint") == tokens_fingerprint(profile):
         return base.tokens.select(ref_key_col().alias("record_id"), "tokens"), True
     return _freeze(tokenize(base_mem.select(F.col("ref_key").alias("record_id"), "text"), profile)), False
+
+
+def night_tokens(night: DataFrame, night_tok: DataFrame) -> DataFrame:
+    """The night's layer of stored tokens: (``source``, ``record_id``, ``tokens``)
+    of the night's references (``hdwm.registry.TOKENS_SCHEMA``), from
+    ``night_tok`` (``record_id`` = ref_key, ``tokens``)."""
+    from .registry import split_ref_key
+
+    src, rid = split_ref_key("record_id")
+    return night_tok.select(src.alias("source"), rid.alias("record_id"), "tokens")
 
 
 def next_tokens(reg_tok: DataFrame, night: DataFrame, night_tok: DataFrame) -> DataFrame:

@@ -86,8 +86,41 @@ def _publish(registry: Path, ds: str) -> None:
     (registry / f"ds={ds}" / "_PUBLISHED.json").write_text(json.dumps({"ds": ds, "published_at": "now"}))
 
 
-def _members(registry: Path, ds: str) -> pd.DataFrame:
-    df = pd.read_parquet(registry / f"ds={ds}" / "members")
+KEYS = {"members": ["source", "record_id"], "tokens": ["source", "record_id"], "entities": ["entity_id"]}
+
+
+def _part(registry: Path, ds: str, part: str, folder: str | None = None) -> pd.DataFrame:
+    """Part ``part`` of a version (its manifest in ``folder``, default ``ds=<ds>``) as a
+    reader sees it: the layers it names merged (newest row per key, frequencies summed,
+    removed entities dropped); ``changes`` is the night's own layer."""
+    c = json.loads((registry / (folder or f"ds={ds}") / "_COMPLETE.json").read_text())
+    lay = registry / "_layers" / part
+    if part == "changes":
+        return pd.read_parquet(lay / c["own"]["changes"])
+    frames = [pd.read_parquet(lay / i).assign(_layer=n) for n, i in enumerate(c["layers"][part])]
+    df = pd.concat(frames, ignore_index=True)
+    if part == "frequencies":
+        df = df.groupby("token", as_index=False)["freq"].sum()
+        return df[df["freq"] > 0].sort_values("token").reset_index(drop=True)
+    df = df.sort_values("_layer").drop_duplicates(KEYS[part], keep="last").drop(columns="_layer")
+    if part == "entities":
+        df = df[~df["removed"]].drop(columns="removed")
+    return df.sort_values(KEYS[part]).reset_index(drop=True)
+
+
+def _copy_version(src: Path, ds: str, dst: Path) -> None:
+    """Copy version ``ds`` of registry ``src`` into registry ``dst``: its folder and the layers it names."""
+    import shutil
+
+    shutil.copytree(src / f"ds={ds}", dst / f"ds={ds}")
+    c = json.loads((src / f"ds={ds}" / "_COMPLETE.json").read_text())
+    named = {(part, i) for part, ids in c["layers"].items() for i in ids} | set(c["own"].items())
+    for part, i in named:
+        shutil.copytree(src / "_layers" / part / i, dst / "_layers" / part / i)
+
+
+def _members(registry: Path, ds: str, folder: str | None = None) -> pd.DataFrame:
+    df = _part(registry, ds, "members", folder)
     df["attributes"] = df["attributes"].map(lambda m: sorted(dict(m).items()) if m is not None else None)
     return df.sort_values(["source", "record_id"]).reset_index(drop=True)
 
@@ -132,11 +165,11 @@ def test_night_two_duplicate_takes_night_one_id(nights):
     assert list(links.columns) == ["source", "record_id", "cluster_id", "iteration", "mu", "quality", "cluster_size"]
     row = links.set_index("record_id").loc["c1"]
     assert row.source == "web" and row.cluster_id == ids1[("crm", "c1")] and row.cluster_size == 3
-    ents = pd.read_parquet(reg / "ds=2024-01-02" / "entities").set_index("entity_id")
+    ents = _part(reg, "2024-01-02", "entities").set_index("entity_id")
     gold = json.loads(ents.loc[ids1[("crm", "c1")], "golden_record"])
     assert gold["given_name"] == "JOHN" and gold["surname"] == "SMITH"  # 2 x JOHN beat 1 x JON
     assert ents.loc[ids1[("crm", "c1")], "first_seen_ds"] == "2024-01-01"
-    changes = pd.read_parquet(reg / "ds=2024-01-02" / "changes")
+    changes = _part(reg, "2024-01-02", "changes")
     assert set(changes["ds"]) == {"2024-01-02"}
     assert sorted(changes["change"]) == ["grow", "new", "new"]
 
@@ -147,11 +180,11 @@ def test_bridging_reference_merges_keeping_oldest_id(nights):
     a, b = ids2[("crm", "c4")], ids2[("web", "c2")]
     assert a != b
     assert ids3[("crm", "c4")] == ids3[("web", "c2")] == ids3[("web", "c9")] == a  # night 1's id survives
-    changes = pd.read_parquet(reg / "ds=2024-01-03" / "changes")
+    changes = _part(reg, "2024-01-03", "changes")
     merge = changes[changes["change"] == "merge"]
     assert len(merge) == 1 and merge.iloc[0]["entity_id"] == a
     assert merge.iloc[0]["from_entity_ids"] == ",".join(sorted([a, b])) and merge.iloc[0]["member_count"] == 3
-    ents = pd.read_parquet(reg / "ds=2024-01-03" / "entities")
+    ents = _part(reg, "2024-01-03", "entities")
     assert b not in set(ents["entity_id"]) and len(ents) == payloads["2024-01-03"]["registry"]["entities_total"]
     assert payloads["2024-01-03"]["registry"]["merges"] == 1
 
@@ -159,11 +192,11 @@ def test_bridging_reference_merges_keeping_oldest_id(nights):
 def test_rerun_gives_identical_members(spark, nights, tmp_path):
     """A rerun of the latest night (2024-01-03) relinks against the same base: identical rows."""
     root, reg, link, _ = nights
-    before = {p: pd.read_parquet(reg / "ds=2024-01-03" / p) for p in ("entities", "changes", "frequencies")}
+    before = {p: _part(reg, "2024-01-03", p) for p in ("entities", "changes", "frequencies")}
     m_before = _members(reg, "2024-01-03")
 
     def stored_tokens():
-        t = pd.read_parquet(reg / "ds=2024-01-03" / "tokens")
+        t = _part(reg, "2024-01-03", "tokens")
         return [(r.source, r.record_id, list(r.tokens)) for r in t.itertuples()]
 
     t_before = stored_tokens()
@@ -173,12 +206,10 @@ def test_rerun_gives_identical_members(spark, nights, tmp_path):
     # the published version was moved aside first, until the rerun publishes (or report restores it)
     stash = reg / ".published-ds=2024-01-03"
     assert (stash / "_PUBLISHED.json").exists() and (stash / "_COMPLETE.json").exists()
-    stashed = pd.read_parquet(stash / "members")
-    stashed["attributes"] = stashed["attributes"].map(lambda m: sorted(dict(m).items()) if m is not None else None)
-    pd.testing.assert_frame_equal(stashed.sort_values(["source", "record_id"]).reset_index(drop=True), m_before)
+    pd.testing.assert_frame_equal(_members(reg, "2024-01-03", ".published-ds=2024-01-03"), m_before)
     pd.testing.assert_frame_equal(_members(reg, "2024-01-03"), m_before)
     for p, df in before.items():
-        pd.testing.assert_frame_equal(pd.read_parquet(reg / "ds=2024-01-03" / p), df)
+        pd.testing.assert_frame_equal(_part(reg, "2024-01-03", p), df)
     assert stored_tokens() == t_before and len(t_before) == len(m_before)
     _publish(reg, "2024-01-03")
 
@@ -393,9 +424,9 @@ def test_full_rebuild_reports_and_publishes_as_version(spark, nights, tmp_path):
     assert json.loads((v / "_COMPLETE.json").read_text())["base_ds"] == "2024-01-03"
     m6 = _members(reg, "2024-01-06")
     assert len(m6) == 9 and not m6.duplicated(["source", "record_id"]).any()
-    e6 = pd.read_parquet(v / "entities")
+    e6 = _part(reg, "2024-01-06", "entities")
     assert set(e6["entity_id"]) == set(m6["entity_id"]) and e6["member_count"].sum() == 9
-    ch = pd.read_parquet(v / "changes")
+    ch = _part(reg, "2024-01-06", "changes")
     gone = set(_ids(reg, "2024-01-03").values()) - set(e6["entity_id"])
     mentioned = {i for f in ch["from_entity_ids"] for i in f.split(",") if i}
     assert gone <= mentioned
@@ -436,7 +467,7 @@ def test_decisions_hold_through_the_link_job(spark, tmp_path):
     ids = _ids(reg, "2024-01-01")
     assert ids[("crm", "c1")] != ids[("crm", "c2")]
     assert ids[("crm", "c3")] == ids[("crm", "c5")]
-    ents = pd.read_parquet(reg / "ds=2024-01-01" / "entities")
+    ents = _part(reg, "2024-01-01", "entities")
     assert ents["member_count"].sum() == 5 and len(ents) == 4
 
 
@@ -450,7 +481,7 @@ def test_link_job_rebuild_relinks_the_history_with_the_night(spark, nights, tmp_
 
     _, reg0, link, _ = nights
     reg = tmp_path / "lake" / "entities"
-    shutil.copytree(reg0 / "ds=2024-01-03", reg / "ds=2024-01-03")
+    _copy_version(reg0, "2024-01-03", reg)
     assert (reg / "ds=2024-01-03" / "_PUBLISHED.json").exists()
     before = _ids(reg, "2024-01-03")
     row = [("c8", "p2", "MARY", "JONES", "4", "ELM RD", "SHELBYVILLE", "19750505", "5559876543", None)]
@@ -478,7 +509,7 @@ def test_link_job_rebuild_relinks_the_history_with_the_night(spark, nights, tmp_
     ids7 = _ids(reg, "2024-01-07")
     assert ids7[("crm", "c8")] == before[("crm", "c3")]  # the night's duplicate joined MARY JONES's entity
     assert complete["new_references"] == complete["joined_existing"] == 1
-    ch = pd.read_parquet(reg / "ds=2024-01-07" / "changes")
+    ch = _part(reg, "2024-01-07", "changes")
     gone = set(before.values()) - set(ids7.values())  # an id that vanished is named by a merge or split row
     assert gone <= {i for f in ch[ch["change"].isin(["merge", "split"])]["from_entity_ids"] for i in f.split(",")}
     assert (ch["change"] == "grow").sum() == complete["grows"] >= 1
@@ -503,7 +534,7 @@ def test_each_version_stores_its_members_tokens_and_the_next_night_reads_them(sp
     for ds in ("2024-01-01", "2024-01-02", "2024-01-03"):
         assert json.loads((reg / f"ds={ds}" / "_COMPLETE.json").read_text())["tokens_fingerprint"] == fp
         members = _members(reg, ds)
-        stored = pd.read_parquet(reg / f"ds={ds}" / "tokens")
+        stored = _part(reg, ds, "tokens")
         assert list(zip(stored.source, stored.record_id)) == list(zip(members.source, members.record_id))
         texts = spark.createDataFrame([(f"{r.source}|{r.record_id}", r.text) for r in members.itertuples()],
                                       "record_id string, text string")
@@ -522,7 +553,7 @@ def test_an_entity_relinked_by_representatives_keeps_its_other_members(spark, ni
     root, reg, link, _ = nights
     reg2 = tmp_path / "lake" / "entities"
     reg2.mkdir(parents=True)
-    shutil.copytree(reg / "ds=2024-01-01", reg2 / "ds=2024-01-01")
+    _copy_version(reg, "2024-01-01", reg2)
     prof = tmp_path / "bounded.yaml"
     prof.write_text((REPO / "include" / "config" / "default.yaml").read_text() + "\nregistryEntityMembers: 1\n")
     cur = _curated(spark, tmp_path, "2024-01-02", "web", NIGHT2)

@@ -1,4 +1,4 @@
-"""Golden record survivorship, decisions file, version writing."""
+"""Golden record survivorship, decisions file, version writing (the entity registry)."""
 
 from __future__ import annotations
 
@@ -108,21 +108,27 @@ def test_an_empty_decisions_file_or_a_repeated_column_is_refused(spark, tmp_path
     assert read_decisions(spark, str(f)) == (None, None)  # a header alone: no decisions
 
 
-def test_write_version_replaces_whole_folder(spark, tmp_path):
+def test_write_version_replaces_the_manifest_and_keeps_layers_immutable(spark, tmp_path):
     reg = tmp_path / "entities"
     e = empty_version(spark)
     m = spark.createDataFrame([("b", "2", "E2", "d", "d", "t", {}), ("a", "1", "E1", "d", "d", "t", {"k": "v"})],
                               MEMBERS_SCHEMA)
-    write_version(reg, "2024-01-01", m, e.entities, e.changes, e.frequencies, {"ds": "2024-01-01"})
+    write_version(reg, "2024-01-01", e, m, e.entities, e.changes, e.frequencies, {"ds": "2024-01-01"})
+    first = json.loads((reg / "ds=2024-01-01" / "_COMPLETE.json").read_text())
     (reg / "ds=2024-01-01" / "_PUBLISHED.json").write_text("{}")
     (reg / "ds=2024-01-01" / "stray").write_text("x")
     v = read_version(spark, reg, "2024-01-01")
     assert [(r.source, r.record_id) for r in v.members.collect()] == [("a", "1"), ("b", "2")]  # sorted rows
-    write_version(reg, "2024-01-01", m.limit(0), e.entities, e.changes, e.frequencies, {"ds": "2024-01-01", "n": 0})
-    assert sorted(p.name for p in (reg / "ds=2024-01-01").iterdir()) == [
-        "_COMPLETE.json", "changes", "entities", "frequencies", "members"]
+    write_version(reg, "2024-01-01", e, m.limit(0), e.entities, e.changes, e.frequencies,
+                  {"ds": "2024-01-01", "n": 0})
+    assert sorted(p.name for p in (reg / "ds=2024-01-01").iterdir()) == ["_COMPLETE.json"]  # markers gone
     assert read_version(spark, reg, "2024-01-01").members.count() == 0
-    assert [p.name for p in reg.iterdir()] == ["ds=2024-01-01"]  # no temp sibling left
+    assert sorted(p.name for p in reg.iterdir()) == ["_layers", "ds=2024-01-01"]  # no temp sibling left
+    second = json.loads((reg / "ds=2024-01-01" / "_COMPLETE.json").read_text())
+    assert second["format"] == 2 and second["base_ds"] is None and second["n"] == 0
+    # the rewrite wrote new layers; the first write's are still there (until prune) and unchanged
+    assert second["own"]["members"] != first["own"]["members"]
+    assert (reg / "_layers" / "members" / first["own"]["members"]).is_dir()
 
 
 def test_a_golden_record_that_changes_without_its_members_gets_an_update_row(spark):
@@ -155,10 +161,12 @@ def test_a_golden_record_that_changes_without_its_members_gets_an_update_row(spa
     assert rows == [(d2, "EA", "update", "", 2)] and res.counts["updates"] == 1
     e2 = {r.entity_id: r for r in res.entities.collect()}
     assert json.loads(e2["EA"].golden_record)["surname"] == "KING" and e2["EA"].last_changed_ds == d2
-    assert e2["EB"].last_changed_ds == d1 and e2["EB"].golden_record == gold["EB"]
+    assert "EB" not in e2  # unchanged: not in the night's layer, the base's row stands
+    assert {(r.source, r.record_id) for r in res.members.collect()} == {("a", "1"), ("a", "2")}
+    assert res.counts["entities_total"] == 2 and res.counts["references_total"] == 3
     same = assign_and_build(spark, base, clusters, night("LEE"), d2, profile)
     assert same.changes.count() == 0 and same.counts["updates"] == 0
-    assert {r.entity_id: r.last_changed_ds for r in same.entities.collect()} == {"EA": d1, "EB": d1}
+    assert same.entities.count() == 0  # nothing about an entity changed
 
 
 def test_stored_tokens_are_read_only_under_the_profiles_fingerprint(spark, tmp_path):
@@ -178,8 +186,8 @@ def test_stored_tokens_are_read_only_under_the_profiles_fingerprint(spark, tmp_p
     profile = load_profile("default")
     fp = tokens_fingerprint(profile)
     with pytest.raises(ValueError, match="fingerprint"):
-        write_version(reg, d, m, e.entities, e.changes, e.frequencies, {"ds": d}, tokens=stored)
-    write_version(reg, d, m, e.entities, e.changes, e.frequencies, {"ds": d}, tokens=stored, tokens_fingerprint=fp)
+        write_version(reg, d, e, m, e.entities, e.changes, e.frequencies, {"ds": d}, tokens=stored)
+    write_version(reg, d, e, m, e.entities, e.changes, e.frequencies, {"ds": d}, tokens=stored, tokens_fingerprint=fp)
     v = read_version(spark, reg, d)
     assert v.complete["tokens_fingerprint"] == fp
     assert [(r.source, r.record_id) for r in v.tokens.collect()] == [("a", "1"), ("a", "2")]  # sorted rows
@@ -192,7 +200,8 @@ def test_stored_tokens_are_read_only_under_the_profiles_fingerprint(spark, tmp_p
     tok, from_version = registry_tokens(v, mem, other)  # another tokeniser: the texts are tokenised again
     assert not from_version and {r.record_id: r.tokens for r in tok.collect()} == {
         "a|1": ["ANN", "LEE"], "a|2": ["BOB", "RAY"]}
-    write_version(reg, d, m, e.entities, e.changes, e.frequencies, {"ds": d, "tokens_fingerprint": fp})
+    write_version(reg, d, e, m, e.entities, e.changes, e.frequencies, {"ds": d, "tokens_fingerprint": fp})
     v = read_version(spark, reg, d)  # written without tokens: none stored, and no stale fingerprint claims any
     assert v.tokens is None and "tokens_fingerprint" not in v.complete
-    assert not (reg / f"ds={d}" / "tokens").exists()
+    c = json.loads((reg / f"ds={d}" / "_COMPLETE.json").read_text())
+    assert c["layers"]["tokens"] == [] and "tokens" not in c["own"]
