@@ -332,6 +332,7 @@ def test_task_log_tells_each_registry_stage_with_counts_and_seconds(nights):
             says("registry: read base version", f"base_ds={previous['ds']} "
                                                 f"references={previous['references_total']} "
                                                 f"entities={previous['entities_total']} "
+                                                f"layers={previous['layers']} "
                                                 f"stored_tokens={previous['tokens_fingerprint']}")
         base_refs = previous["references_total"] if previous else 0
         assert by_stage["registry: token frequencies maintained"].startswith(
@@ -355,13 +356,15 @@ def test_task_log_tells_each_registry_stage_with_counts_and_seconds(nights):
                                         f"references_total={c['references_total']}")
         says("registry: write version", f"ds={ds} references_total={c['references_total']} "
                                         f"entities_total={c['entities_total']} new_entities={c['new_entities']} "
-                                        f"grows={c['grows']} merges={c['merges']} splits={c['splits']}")
+                                        f"grows={c['grows']} merges={c['merges']} splits={c['splits']} "
+                                        f"layers={len(previous['layers_list']) + 1 if previous else 1} bytes_written=")
         assert by_stage["write links, clusters and pairs"].startswith(
             f"[link] write links, clusters and pairs: links={len(rows)} clusters={p['clusters']} pairs=")
         assert by_stage["done"].startswith(f"[link] done: ds={ds} references={len(rows)} clusters={p['clusters']} ")
         _check_engine_lines(said, p["iterations"])
         assert not any("JOHN" in line or "SMITH" in line for line in said)  # counts, never a reference's values
-        previous = {"ds": ds, **c}
+        layers = (previous["layers_list"] if previous else []) + [ds]
+        previous = {"ds": ds, **c, "layers": len(layers), "layers_list": layers}
 
 
 def test_two_sources_may_reuse_record_ids_without_registry(spark, tmp_path):

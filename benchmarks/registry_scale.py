@@ -1,0 +1,247 @@
+"""What a night costs as the entity registry's history grows: the same nights against registries of
+different sizes.
+
+    .venv/bin/python benchmarks/registry_scale.py --history 100000,1000000 --nights 3 --per-night 10000 \\
+        [--generator synth|messy] [--seed 42] [--work DIR] [--json OUT.json]
+
+For each history size H: one seeded generator (``synth``: FEBRL-like, ``benchmarks/synth.py``;
+``messy``: households as confounders, ``benchmarks/messy.py``) makes H + nights x per-night
+references with truth, shuffled with the seed, so the persons of the nights are also in the history
+(cross-night duplicates). The first H references become registry version 1 *seeded from the
+generator's truth* (an entity per true person, ids minted as a night mints them, golden records,
+frequencies and stored tokens computed by the product's own functions, written by
+``hdwm.registry.write_version``): linking millions of references in one batch takes hours on a
+2-core box, and what this benchmark varies is the history a night is linked against, not how that
+history was made. Then each night is linked by the real link job (``link.run(..., registry=...)``,
+one Spark session for all nights, so no JVM start is counted) and marked published.
+
+Reported per night (and written to ``--json``): the link job's seconds, its registry stages'
+seconds (read base version, token frequencies, neighbourhood, link, id assignment, write version,
+retention, from the job's own progress lines), the bytes of the layers the night wrote beside the
+bytes of its curated input, the neighbourhood the engine saw, the night's own pairwise F1 against
+the truth, and the ``lake/entities`` bytes after the night. The last table row per history size is
+what a night costs there; the ratio of the largest history's night to the smallest's is the
+benchmark's answer (target: within 1.5x for a 30x larger history).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "spark_jobs"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+STAGE = re.compile(r"^\[link\] (registry: [a-z ]+?|engine|done)[:\s].*\(stage (\d+(?:\.\d+)?)s;")
+STAGES = ("registry: read base version", "registry: token frequencies maintained",
+          "registry: neighbourhood pulled in", "registry: link", "registry: id assignment",
+          "registry: write version")
+
+
+def folder_bytes(path: Path) -> int:
+    """Bytes of every file below ``path`` (0 when it does not exist)."""
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()) if Path(path).exists() else 0
+
+
+def stage_seconds(lines: list[str]) -> dict[str, float]:
+    """{stage: seconds} from the link job's progress lines (``[link] <stage>: ... (stage Xs; ...)``)."""
+    out: dict[str, float] = {}
+    for line in lines:
+        m = STAGE.match(line)
+        if m:
+            out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(2))
+    return out
+
+
+def parse_sizes(text: str) -> list[int]:
+    """``"100000,1000000"`` -> [100000, 1000000]; each at least 1,000.
+
+    Raises:
+        ValueError: an entry that is not a whole number of at least 1,000.
+    """
+    sizes = []
+    for part in text.split(","):
+        part = part.strip().replace("_", "")
+        if not part.isdigit() or int(part) < 1000:
+            raise ValueError(f"history sizes are whole numbers of references, at least 1000: got {part!r}")
+        sizes.append(int(part))
+    return sizes
+
+
+class _Tee(io.StringIO):
+    def __init__(self, other):
+        super().__init__()
+        self.other = other
+
+    def write(self, text):
+        self.other.write(text)
+        return super().write(text)
+
+
+def seed_registry(spark, reg: Path, hist, ds: str, profile_name: str) -> dict:
+    """Write registry version ``ds`` from the references ``hist`` (pandas: source, record_id,
+    truth_entity, attribute columns) clustered by their truth; returns its counts."""
+    import link as link_job
+    from pyspark.sql import functions as F
+
+    from hdwm.config import load_profile
+    from hdwm.frequency import token_frequencies
+    from hdwm.registry import (empty_version, golden_records, mint_id_col, ref_key_col, write_version)
+    from hdwm.tokenizer import tokenize, tokens_fingerprint
+
+    profile = load_profile(profile_name)
+    sdf = spark.createDataFrame(hist.astype(object).where(hist.notna(), None),
+                                ", ".join(f"`{c}` string" for c in hist.columns))
+    refs = sdf.select("source", "record_id", "truth_entity", link_job.reference_text(sdf).alias("text"),
+                      link_job.attributes_map(sdf).alias("attributes")).withColumn("ref_key", ref_key_col())
+    refs = refs.localCheckpoint(eager=True)
+    first = refs.groupBy("truth_entity").agg(F.min("ref_key").alias("min_key"))
+    ids = first.select("truth_entity", mint_id_col(ds, "min_key").alias("entity_id"))
+    members = refs.join(ids, "truth_entity").select(
+        "source", "record_id", "entity_id", F.lit(ds).alias("first_seen_ds"), F.lit(ds).alias("last_changed_ds"),
+        "text", "attributes").localCheckpoint(eager=True)
+    entities = (members.groupBy("entity_id").agg(F.count(F.lit(1)).cast("int").alias("member_count"))
+                .join(golden_records(members), "entity_id")
+                .select("entity_id", "member_count", F.lit(ds).alias("first_seen_ds"),
+                        F.lit(ds).alias("last_changed_ds"), "golden_record", F.lit(False).alias("removed")))
+    tok = tokenize(refs.select(F.col("ref_key").alias("record_id"), "text"), profile).localCheckpoint(eager=True)
+    freq = token_frequencies(tok)
+    from hdwm.registry import split_ref_key
+
+    src, rid = split_ref_key("record_id")
+    tokens = tok.select(src.alias("source"), rid.alias("record_id"), "tokens")
+    changes = entities.select(F.lit(ds).alias("ds"), "entity_id", F.lit("new").alias("change"),
+                              F.lit("").alias("from_entity_ids"), "member_count")
+    counts = {"ds": ds, "references_total": members.count(), "entities_total": entities.count(),
+              "seeded_from_truth": True}
+    write_version(reg, ds, empty_version(spark), members, entities, changes, freq, counts,
+                  tokens=tokens, tokens_fingerprint=tokens_fingerprint(profile))
+    (reg / f"ds={ds}" / "_PUBLISHED.json").write_text(json.dumps({"ds": ds, "published_at": "bench"}))
+    return counts
+
+
+def own_bytes(reg: Path, ds: str) -> int:
+    """Bytes of the layers version ``ds`` wrote itself (its manifest's ``own``)."""
+    c = json.loads((reg / f"ds={ds}" / "_COMPLETE.json").read_text())
+    return sum(folder_bytes(reg / "_layers" / part / lid) for part, lid in c["own"].items())
+
+
+def run_history(spark, link, gen, size: int, a, work: Path) -> list[dict]:
+    """Seed a registry of ``size`` references and link ``a.nights`` nights against it."""
+    total = size + a.nights * a.per_night
+    df = gen(total, a.seed, work)
+    if len(df) < total:
+        raise SystemExit(f"generator gave {len(df)} references, wanted {total}")
+    order = df.sample(frac=1.0, random_state=a.seed).reset_index(drop=True)  # persons spread over all nights
+    hist = order.iloc[:size].copy()
+    hist.insert(1, "source", "hist")
+    root = work / f"h{size}"
+    reg = root / "lake" / "entities"
+    start = date(2025, 1, 1)
+    t = time.time()
+    seeded = seed_registry(spark, reg, hist, start.isoformat(), a.profile)
+    print(f"[bench] history {size}: registry seeded in {time.time() - t:.1f}s ({seeded['entities_total']} entities, "
+          f"{folder_bytes(reg)} bytes)", file=sys.stderr, flush=True)
+    out = []
+    for i in range(a.nights):
+        night = order.iloc[size + i * a.per_night: size + (i + 1) * a.per_night].copy()
+        night.insert(1, "source", "src_a" if i % 2 == 0 else "src_b")
+        ds = (start + timedelta(days=i + 1)).isoformat()
+        cur = root / "lake" / "curated" / ds
+        sdf = spark.createDataFrame(night.astype(object).where(night.notna(), None),
+                                    ", ".join(f"`{c}` string" for c in night.columns))
+        sdf.coalesce(1).write.mode("overwrite").parquet(str(cur))
+        tee = _Tee(sys.stderr)
+        with contextlib.redirect_stderr(tee):
+            payload = link.run(str(cur), str(root / "lake" / "linked" / ds), ds, a.profile, spark=spark,
+                               registry=str(reg), decisions="")
+        (reg / f"ds={ds}" / "_PUBLISHED.json").write_text(json.dumps({"ds": ds, "published_at": "bench"}))
+        r = payload["registry"]
+        rec = {"history": size, "night": i + 1, "ds": ds, "seconds": payload["seconds"],
+               "stages": stage_seconds(tee.getvalue().splitlines()),
+               "curated_bytes": folder_bytes(cur), "written_bytes": own_bytes(reg, ds),
+               "lake_entities_bytes": folder_bytes(reg), "neighbourhood": r["neighbourhood_references"],
+               "joined": r["joined_existing"], "new": r["new_references"],
+               "night_f1": (payload.get("pairwise") or {}).get("f1"), "load_1min": round(os.getloadavg()[0], 1)}
+        out.append(rec)
+        print(f"[bench] {json.dumps(rec)}", file=sys.stderr, flush=True)
+        if a.json:
+            prev = json.loads(Path(a.json).read_text()) if Path(a.json).is_file() else {"nights": []}
+            prev["nights"] = [x for x in prev["nights"] if not (x["history"] == size and x["night"] == i + 1)] + [rec]
+            Path(a.json).write_text(json.dumps(prev, indent=2))
+    return out
+
+
+def table(rows: list[dict]) -> str:
+    """The Markdown table of ``rows`` (run_history's records)."""
+    short = {"registry: read base version": "read", "registry: token frequencies maintained": "freq",
+             "registry: neighbourhood pulled in": "neigh", "registry: link": "link",
+             "registry: id assignment": "ids", "registry: write version": "write"}
+    head = ("| history | night | link s | " + " | ".join(short.values())
+            + " | written KB | curated KB | written / curated | neighbourhood | night F1 | lake/entities MB | load |")
+    lines = [head, "|" + "---:|" * (head.count("|") - 1)]
+    for r in rows:
+        st = r["stages"]
+        f1 = "n/a" if r["night_f1"] is None else f"{r['night_f1']:.4f}"
+        lines.append(f"| {r['history']:,} | {r['night']} | {r['seconds']:.1f} | "
+                     + " | ".join(f"{st.get(k, 0):.1f}" for k in short)
+                     + f" | {r['written_bytes'] / 1e3:.0f} | {r['curated_bytes'] / 1e3:.0f} | "
+                       f"{r['written_bytes'] / max(r['curated_bytes'], 1):.2f} | {r['neighbourhood']} | {f1} | "
+                       f"{r['lake_entities_bytes'] / 1e6:.1f} | {r['load_1min']} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--history", default="100000,1000000", help="registry sizes, comma separated")
+    ap.add_argument("--nights", type=int, default=3)
+    ap.add_argument("--per-night", type=int, default=10000)
+    ap.add_argument("--generator", choices=["synth", "messy"], default="synth")
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--profile", default="default")
+    ap.add_argument("--work", default=None, help="working folder (default: a new temp folder)")
+    ap.add_argument("--json", default=None, help="write the per-night records here too")
+    a = ap.parse_args(argv)
+    try:
+        sizes = parse_sizes(a.history)
+    except ValueError as exc:
+        ap.error(str(exc))
+    if a.nights < 1 or a.per_night < 100:
+        ap.error("--nights must be at least 1 and --per-night at least 100")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    import incremental
+
+    from hdwm.spark import get_spark
+
+    link = incremental._load(REPO / "spark_jobs" / "link.py", "bench_link")
+    gen = incremental.GENERATORS[a.generator]
+    work = Path(a.work or tempfile.mkdtemp(prefix="registry-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    spark = get_spark("registry-scale", {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                                         "spark.driver.memory": os.environ.get("HDWM_DRIVER_MEMORY", "6g")})
+    spark.sparkContext.setLogLevel("WARN")
+    rows = []
+    for size in sizes:
+        rows += run_history(spark, link, gen, size, a, work)
+    print(table(rows))
+    last = {r["history"]: r for r in rows}
+    lo, hi = last[min(last)], last[max(last)]
+    print(f"\nlast night against {hi['history']:,} / against {lo['history']:,}: "
+          f"{hi['seconds'] / lo['seconds']:.2f}x ({hi['seconds']:.1f} s / {lo['seconds']:.1f} s); "
+          f"generator {a.generator}, seed {a.seed}, {a.per_night} references a night; work={work}")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
