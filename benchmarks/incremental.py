@@ -205,7 +205,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return pairwise_metrics(part_df.join(truth_s, ["source", "record_id"]), cluster_col=col)
 
-    members = spark.read.parquet(str(reg / f"ds={last}" / "members"))
+    from hdwm.registry import read_version
+
+    members = read_version(spark, reg, last).members
     results["incremental_vs_truth"] = f1_vs_truth(members, "entity_id")
     base_s = per_night[0]["seconds"]
     results["max_night_ratio"] = round(max(r["seconds"] for r in per_night) / base_s, 3)

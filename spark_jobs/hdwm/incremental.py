@@ -1,4 +1,4 @@
-"""Incremental HDWM: link one night against the entity registry (issue 13).
+"""Incremental HDWM: link one night against the entity registry.
 
 ``link_night`` takes the base registry version (``hdwm.registry``) and the
 night's references and returns the next version:
@@ -14,10 +14,10 @@ night's references and returns the next version:
    uses the engine's block keys – with ``blockByPairs`` a sorted pair
    of blocking tokens – so exactly the registry references that could land in a
    block with a night reference are candidates; ``neighbourhood="token"`` takes
-   any shared blocking token (a superset; measured in benchmarks/README.md).
+   any shared blocking token (a superset; measured in docs/registry.md).
    With the engine's ``rareTokenBlocks`` a single rare token is a block key
    too, and on large nights that brings nearly the whole registry in
-   (measured: benchmarks/README.md), so a night would cost as much as the
+   (measured: docs/registry.md), so a night would cost as much as the
    history; ``neighbourhood="pair_key"`` leaves those keys out:
    a night reference and a registry reference are candidates when they share
    a pair of blocking tokens (within the night the engine still blocks on rare
@@ -25,15 +25,14 @@ night's references and returns the next version:
    (``scored_candidates``): of the entities a night reference shares a key
    with, the ``registryScoredPool`` best by key weight are scored by the
    comparator and the ``registryTopEntities`` best at or above ``mu`` kept, so
-   the entities pulled in are bounded by the night (benchmarks/README.md,
-   "Scored over 30 nights").
+   the entities pulled in are bounded by the night (docs/registry.md).
    Every rule reads the registry's tokens from the base version's stored
    ``tokens/`` (``registry_tokens``; tokenised from the texts only when the
    version has none under the night's tokeniser fingerprint) and explodes
    them once, cut to the night's blocking tokens and the tokens of its
    frequent-pair keys (``_shared_token_inputs``): the registry rows a night
    reads are those of its own tokens, and the candidates are the same as
-   from the whole history's rows (benchmarks/README.md, "Stored tokens").
+   from the whole history's rows (docs/registry.md).
    With ``registryCorrectedTokens`` (default) every rule works on the tokens
    the engine blocks on: the population's correction map (DWM25 global
    correction over registry + night counts) is computed once, corrects the
@@ -218,9 +217,9 @@ def keep_unevidenced_splits_whole(clusters: DataFrame, old: DataFrame) -> tuple[
     another context (other neighbours, frequencies grown by the night), not from
     evidence. Such an entity is put back together (its members take the
     smallest of their cluster labels); a split in which a part joins a night
-    reference or another entity stands (issue 13: "an entity the night's
-    evidence splits"; "entities already in the registry are not re-linked from
-    scratch every night"). Human cannot-links are enforced afterwards
+    reference or another entity stands (the registry's contract: an entity the
+    night's evidence splits is split; entities already in the registry are not
+    re-linked from scratch every night). Human cannot-links are enforced afterwards
     (``enforce_decisions``), so they still split.
 
     Args:
@@ -330,7 +329,7 @@ def _decided_at(path, value: str):
     ISO 8601 only (``YYYY-MM-DD``, optionally ``THH:MM[:SS[.f]]`` and ``Z`` or an
     offset; a time without an offset is UTC), as the review page exports it:
     compared as text, ``2025-1-9`` came after ``2025-01-10`` and a spreadsheet's
-    ``09/01/2025`` has no unambiguous reading at all (break-it pass, session 14).
+    ``09/01/2025`` has no unambiguous reading at all (found by an adversarial test run, 174f1cb).
 
     Raises:
         DecisionsError: a value that is not such a date.
@@ -999,7 +998,7 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
             of blocking tokens with ``blockByPairs``, and with ``rareTokenBlocks``
             a blocking token rarer than ``√beta`` on its own, as
             ``hdwm.blocking.build_blocks``); ``pair_key`` – share a pair key
-            (the single rare-token keys left out; see benchmarks/README.md);
+            (the single rare-token keys left out; see docs/registry.md);
             both include the engine's rare pairs of frequent word tokens
             (``frequentPairMaxBlock``, with ``initialPairBlocks`` a word and an
             initial), counted over registry and night;
@@ -1023,8 +1022,8 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
             frequent one shares SMITH's keys with the registry, and a
             registry reference written with the misspelling shares them too
             (its stored tokens are raw; they are corrected as read). Without
-            it, raw tokens (the rule before session 13). Measured in
-            benchmarks/README.md ("Corrected tokens in the neighbourhood").
+            it, raw tokens (the rule before b675bb7). Measured in
+            docs/registry.md.
 
     Returns: DataFrame(``ref_key``) distinct.
     """
@@ -1137,8 +1136,7 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     tokens of its frequent-pair keys. Both rules downstream (shared blocking
     tokens, holders of a night's frequent pair) read only those rows, so a
     night no longer joins the whole history's tokens with the frequency table
-    or forms every registry reference's frequent pairs (benchmarks/README.md,
-    "Scored over 30 nights": 7 s and 10.5 s of a night at 290,000 registry
+    or forms every registry reference's frequent pairs (docs/registry.md: 7 s and 10.5 s of a night at 290,000 registry
     references, the part that grew with the history)."""
     night_bt = blocking_tokens(night_tok, freq, eff).select(F.col("record_id").alias("ref_key"), "token", "freq")
     night_bt = _freeze(night_bt)
@@ -1258,22 +1256,21 @@ def ranked_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     households a pair key (a street with a city, a surname with a zip) is held
     by co-residents and neighbours, so the holders of a night's keys are most of
     the registry after a few nights and a night costs as much as the history
-    (benchmarks/README.md, "Messy households over many nights"). A person's own
+    (docs/registry.md). A person's own
     earlier references share the rare tokens (an SSN, a date of birth, a name
     with an address), so they rank high; the rank bounds the neighbourhood by
     the night's size – at most ``top_entities`` entities per night reference –
     whatever the history's. A single rare token shared alone (the engine's
     ``rareTokenBlocks``) counts, as in the engine: unranked (``block_key``) it
-    brought nearly the whole registry in (benchmarks/README.md), ranked it is
-    bounded like the rest; left out (session 7's form), 19 % of the night
+    brought nearly the whole registry in (docs/registry.md), ranked it is
+    bounded like the rest; left out (the form before 4f2562a), 19 % of the night
     references of night 30 of the messy 30 x 10,000 run that had an earlier
-    true reference shared no key with any of them (benchmarks/README.md,
-    "Ranked with the engine's rare tokens").
+    true reference shared no key with any of them (docs/registry.md).
 
     The engine's rare pairs of frequent tokens (``frequentPairMaxBlock``: JOHN
     SMITH held by at most 50 references, with ``initialPairBlocks`` ULLAH R)
     are ranked with them (``extra``, weight ``ln(N / holders)``): unranked,
-    their holders were most of a messy night's neighbourhood (session 7: at
+    their holders were most of a messy night's neighbourhood (measured at 4f2562a: at
     night 4 of the 30 x 10,000 run 25,415 of its references against 4,575
     from the ranked pair keys).
 
@@ -1375,8 +1372,7 @@ def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     the phone and the surname above the person's own earlier reference written
     with another address or a nickname; at one entity per night reference the
     ``ranked`` rule put the true entity first for 69 % of the night references
-    with an earlier true reference (benchmarks/README.md, "Ranked over 30
-    nights"). The comparator weighs the whole reference – given names, dates,
+    with an earlier true reference (docs/registry.md). The comparator weighs the whole reference – given names, dates,
     identifiers and the household vetoes – as the engine will. The cost stays
     bounded by the night: at most ``pool × members`` scored pairs per night
     reference and ``top_entities`` entities pulled in.

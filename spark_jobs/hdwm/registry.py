@@ -330,7 +330,7 @@ def _linked_in_isolation(curated_root: Path | None, p: str) -> bool:
     its ``lake/linked/<p>/metrics.json`` (beside ``curated_root``) is that date's
     and says ``"registry": null``. Such a night never enters the registry, so it
     is not a date the registry waits for; without this every later registry
-    night was refused (break-it pass, session 14)."""
+    night was refused (found by an adversarial test run, 174f1cb)."""
     if curated_root is None:
         return False
     try:

@@ -27,11 +27,8 @@ PROCESS_WORDS = re.compile(r"session [0-9]+|issue [0-9]+", re.IGNORECASE)
 EXEMPT_SUFFIXES = frozenset({".md"})
 EXEMPT = frozenset(
     {
-        "spark_jobs/hdwm/registry.py",
-        "spark_jobs/hdwm/incremental.py",
         "src/washline/registry.py",
         "src/washline/staging/publish.py",
-        "spark_jobs/link.py",
     }
 )
 
