@@ -52,7 +52,7 @@ def write_registry(spark, registry, ds, rows):
                .withColumn("first_seen_ds", F.lit(ds)).withColumn("last_changed_ds", F.lit(ds))
                .withColumn("text", F.col("record_id")).withColumn("attributes", F.lit(None)))
     empty = empty_version(spark)
-    write_version(registry, ds, members, empty.entities, empty.changes, empty.frequencies,
+    write_version(registry, ds, empty, members, empty.entities, empty.changes, empty.frequencies,
                   {"ds": ds, "references_total": len(rows)})
 
 
