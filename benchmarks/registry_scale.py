@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "spark_jobs"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-STAGE = re.compile(r"^\[link\] (registry: [a-z ]+?|engine|done)[:\s].*\(stage (\d+(?:\.\d+)?)s;")
+STAGE = re.compile(r"^\[link\] (registry: [a-z ]+): .*\(stage (\d+(?:\.\d+)?)s;")
 STAGES = ("registry: read base version", "registry: token frequencies maintained",
           "registry: neighbourhood pulled in", "registry: link", "registry: id assignment",
           "registry: write version")
