@@ -1,5 +1,6 @@
-"""Entity registry versions shaped like the link job's (the registry contract),
-fabricated with pyarrow so the Airflow side is tested without the Spark side:
+"""Entity registry versions shaped like the link job's, fabricated with pyarrow
+so the Airflow side is tested without the Spark side. Format 1
+(:func:`write_version`, whole folders per version):
 
     <lake>/entities/ds=<d>/members/    source, record_id, entity_id, first_seen_ds, last_changed_ds,
                                        text, attributes map<string,string>
@@ -10,17 +11,25 @@ fabricated with pyarrow so the Airflow side is tested without the Spark side:
 Two nights are provided (:func:`two_nights`): night 1 mints four entities from
 source ``a``; night 2 adds source ``b``: one reference grows an entity, one
 bridges two entities (a merge: the oldest id survives), one is new.
+
+Format 2 (:func:`write_layered`, the delta layers of ``notes/registry-format.md``):
+the night's own layers are the difference between a version and its base
+(:func:`delta`): members added or changed, entities created or changed, and
+entities gone as ``removed`` rows; ``_COMPLETE.json`` lists the base's layers
+plus the own ones. :func:`three_nights` adds a night 3 with a split and an
+``update`` on top of :func:`two_nights`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-D1, D2 = "2025-01-01", "2025-01-02"
+D1, D2, D3 = "2025-01-01", "2025-01-02", "2025-01-03"
 
 
 def entity_id(ds: str, ref_key: str) -> str:
@@ -118,4 +127,121 @@ def write_version(lake: Path, v: Version, *, complete: bool = True, changes_file
         (root / sub / "_SUCCESS").write_text("")
     if complete:
         (root / "_COMPLETE.json").write_text(json.dumps(v.complete()))
+    return root
+
+
+def three_nights() -> tuple[Version, Version, Version]:
+    """:func:`two_nights` plus night 3: the merged entity splits (``b2``, ``b4``
+    leave it for a new id), ``a3``'s entity gets another golden record
+    (``update``) and ``c1`` is new. No reference is removed."""
+    night1, night2 = two_nights()
+    survivor = next(m[2] for m in night2.members if m[1] == "a5")
+    part = entity_id(D3, "b|b2")
+    e3 = next(m[2] for m in night2.members if m[1] == "a3")
+    ec = entity_id(D3, "c|c1")
+    members = []
+    for m in night2.members:
+        if m[1] in ("b2", "b4"):
+            m = (m[0], m[1], part, m[3], D3)
+        members.append(m)
+    members.append(("c", "c1", ec, D3, D3))
+    night3 = Version(
+        D3, D2, members,
+        [(survivor, "split", survivor, 2), (part, "split", survivor, 2), (e3, "update", "", 2), (ec, "new", "", 1)],
+        night_references=2, joined_existing=0, extra={"split_rows": 2, "updates": 1})
+    night3.golden = {e3: json.dumps({"given_name": "A3-UPDATED"}, sort_keys=True)}
+    return night1, night2, night3
+
+
+def _entities(v: Version) -> dict[str, tuple]:
+    golden = getattr(v, "golden", {})
+    return {e[0]: (*e[:4], golden.get(e[0], e[4])) for e in v.entities()}
+
+
+def delta(v: Version, base: Version | None) -> tuple[list[tuple], list[tuple]]:
+    """The night's own layers of ``v`` over ``base``: (members added or changed,
+    entities created or changed plus ``removed`` rows for the ids gone). Entity
+    rows are ``(entity_id, member_count, first_seen_ds, last_changed_ds, golden_record, removed)``."""
+    old_members = {(m[0], m[1]): m for m in (base.members if base else [])}
+    members = [m for m in v.members if old_members.get((m[0], m[1])) != m]
+    old, new = (_entities(base) if base else {}), _entities(v)
+    ents = [(*e, False) for eid, e in sorted(new.items()) if old.get(eid) != e]
+    ents += [(eid, 0, old[eid][2], v.ds, None, True) for eid in sorted(set(old) - set(new))]
+    return members, ents
+
+
+def _write_layer(entities: Path, part: str, ds: str, table) -> str:
+    import pyarrow.parquet as pq
+
+    layer = f"{ds}-{secrets.token_hex(6)}"
+    folder = entities / "_layers" / part / layer
+    folder.mkdir(parents=True)
+    if table is not None:
+        pq.write_table(table, folder / "part-00000.parquet")
+    (folder / "_SUCCESS").write_text("")
+    return layer
+
+
+def write_layered(lake: Path, v: Version, base: Version | None, *, compact: bool = False,
+                  frequencies: dict[str, int] | None = None) -> Path:
+    """Write ``v`` as a format-2 version over ``base`` (whose version must be in
+    the lake already, unless None): own layers from :func:`delta`, manifest
+    last. ``compact``: ``layers`` is one full layer per part (a compaction), while
+    ``own`` still names the delta. Returns the version folder."""
+    import pyarrow as pa
+
+    entities = Path(lake) / "entities"
+    base_manifest = json.loads((entities / f"ds={base.ds}" / "_COMPLETE.json").read_text()) if base else None
+    members, ents = delta(v, base)
+
+    def members_table(rows):
+        return pa.table({
+            "source": pa.array([m[0] for m in rows], pa.string()), "record_id": pa.array([m[1] for m in rows], pa.string()),
+            "entity_id": pa.array([m[2] for m in rows], pa.string()),
+            "first_seen_ds": pa.array([m[3] for m in rows], pa.string()),
+            "last_changed_ds": pa.array([m[4] for m in rows], pa.string()),
+            "text": pa.array([f"{m[1].upper()} SMITH 2000" for m in rows], pa.string()),
+            "attributes": pa.array([[("given_name", m[1].upper()), ("postcode", "2000")] for m in rows],
+                                   pa.map_(pa.string(), pa.string())),
+        })
+
+    def entities_table(rows):
+        return pa.table({
+            "entity_id": pa.array([e[0] for e in rows], pa.string()),
+            "member_count": pa.array([e[1] for e in rows], pa.int32()),
+            "first_seen_ds": pa.array([e[2] for e in rows], pa.string()),
+            "last_changed_ds": pa.array([e[3] for e in rows], pa.string()),
+            "golden_record": pa.array([e[4] for e in rows], pa.string()),
+            "removed": pa.array([e[5] for e in rows], pa.bool_()),
+        })
+
+    changes = pa.table({
+        "ds": pa.array([v.ds] * len(v.changes), pa.string()),
+        "entity_id": pa.array([c[0] for c in v.changes], pa.string()),
+        "change": pa.array([c[1] for c in v.changes], pa.string()),
+        "from_entity_ids": pa.array([c[2] for c in v.changes], pa.string()),
+        "member_count": pa.array([c[3] for c in v.changes], pa.int32()),
+    }) if v.changes else None
+    freq = frequencies if frequencies is not None else {f"T{v.ds[-2:]}": 1}
+    freq_table = pa.table({"token": pa.array(list(freq), pa.string()), "freq": pa.array(list(freq.values()), pa.int64())})
+    own = {"members": _write_layer(entities, "members", v.ds, members_table(members)),
+           "entities": _write_layer(entities, "entities", v.ds, entities_table(ents)),
+           "changes": _write_layer(entities, "changes", v.ds, changes),
+           "frequencies": _write_layer(entities, "frequencies", v.ds, freq_table)}
+    if compact:
+        layers = {"members": [_write_layer(entities, "members", v.ds, members_table(v.members))],
+                  "entities": [_write_layer(entities, "entities", v.ds,
+                                            entities_table([(*e, False) for e in _entities(v).values()]))],
+                  "frequencies": [own["frequencies"]] if base is None else
+                  [*base_manifest["layers"]["frequencies"], own["frequencies"]]}
+    else:
+        layers = {part: [*(base_manifest["layers"][part] if base_manifest else []), own[part]]
+                  for part in ("members", "entities", "frequencies")}
+    root = entities / f"ds={v.ds}"
+    root.mkdir(parents=True, exist_ok=True)
+    for stale in ("_COMPLETE.json", "_PUBLISHED.json", "_REJECTED.json"):
+        (root / stale).unlink(missing_ok=True)
+    complete = {**v.complete(), "entities_total": len(_entities(v)), "format": 2,
+                "base_ds": base.ds if base else None, "layers": layers, "own": own}
+    (root / "_COMPLETE.json").write_text(json.dumps(complete))
     return root
