@@ -2,7 +2,8 @@
 -- GENERATED from src/washline/staging/spec.py by `python -m washline.staging.spec --write`;
 -- edit the spec, not this file. {schema} is replaced by the quoted schema and a dot, or by nothing.
 -- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every staging table; load_id names
--- the load. entity_members and entities hold the whole published registry state (replaced at publish).
+-- the load. entity_members and entities hold the whole published registry state (upserted by the night's
+-- delta, or replaced by the merged version; entity_registry_state names the version they hold).
 
 IF OBJECT_ID(N'{schema}staging_records', N'U') IS NULL
 CREATE TABLE {schema}staging_records (
@@ -140,6 +141,7 @@ CREATE TABLE {schema}staging_entities (
 	first_seen_ds NVARCHAR(10) NOT NULL,
 	last_changed_ds NVARCHAR(10) NOT NULL,
 	golden_record NVARCHAR(4000) NULL,
+	removed INTEGER NOT NULL,
 	CONSTRAINT pk_staging_entities PRIMARY KEY (ds, entity_id)
 );
 
@@ -152,6 +154,33 @@ CREATE TABLE {schema}staging_entity_changes (
 	from_entity_ids NVARCHAR(4000) NULL,
 	member_count BIGINT NOT NULL,
 	CONSTRAINT pk_staging_entity_changes PRIMARY KEY (ds, entity_id, change)
+);
+
+IF OBJECT_ID(N'{schema}staging_entity_versions', N'U') IS NULL
+CREATE TABLE {schema}staging_entity_versions (
+	ds NVARCHAR(10) NOT NULL,
+	load_id NVARCHAR(250) NOT NULL,
+	base_ds NVARCHAR(10) NULL,
+	publish_mode NVARCHAR(16) NOT NULL,
+	reason NVARCHAR(500) NULL,
+	held_ds NVARCHAR(10) NULL,
+	references_total BIGINT NOT NULL,
+	entities_total BIGINT NOT NULL,
+	CONSTRAINT pk_staging_entity_versions PRIMARY KEY (ds)
+);
+
+IF OBJECT_ID(N'{schema}entity_registry_state', N'U') IS NULL
+CREATE TABLE {schema}entity_registry_state (
+	ds NVARCHAR(10) NOT NULL,
+	load_id NVARCHAR(250) NOT NULL,
+	base_ds NVARCHAR(10) NULL,
+	publish_mode NVARCHAR(16) NOT NULL,
+	reason NVARCHAR(500) NULL,
+	held_ds NVARCHAR(10) NULL,
+	references_total BIGINT NOT NULL,
+	entities_total BIGINT NOT NULL,
+	published_at DATETIME2(6) NOT NULL,
+	CONSTRAINT pk_entity_registry_state PRIMARY KEY (ds)
 );
 
 IF OBJECT_ID(N'{schema}entity_members', N'U') IS NULL

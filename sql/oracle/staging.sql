@@ -2,7 +2,8 @@
 -- GENERATED from src/washline/staging/spec.py by `python -m washline.staging.spec --write`;
 -- edit the spec, not this file. {schema} is replaced by the quoted schema and a dot, or by nothing.
 -- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every staging table; load_id names
--- the load. entity_members and entities hold the whole published registry state (replaced at publish).
+-- the load. entity_members and entities hold the whole published registry state (upserted by the night's
+-- delta, or replaced by the merged version; entity_registry_state names the version they hold).
 -- Statements are PL/SQL blocks separated by a line holding only '/'.
 
 BEGIN
@@ -220,6 +221,7 @@ CREATE TABLE {schema}staging_entities (
 	first_seen_ds VARCHAR2(10 CHAR) NOT NULL,
 	last_changed_ds VARCHAR2(10 CHAR) NOT NULL,
 	golden_record VARCHAR2(4000 CHAR),
+	removed NUMBER(10) NOT NULL,
 	CONSTRAINT pk_staging_entities PRIMARY KEY (ds, entity_id)
 )';
 EXCEPTION
@@ -238,6 +240,45 @@ CREATE TABLE {schema}staging_entity_changes (
 	from_entity_ids VARCHAR2(4000 CHAR),
 	member_count NUMBER(19) NOT NULL,
 	CONSTRAINT pk_staging_entity_changes PRIMARY KEY (ds, entity_id, change)
+)';
+EXCEPTION
+  -- ORA-00955: name is already used by an existing object (created before)
+  WHEN OTHERS THEN IF SQLCODE != -955 THEN RAISE; END IF;
+END;
+/
+
+BEGIN
+  EXECUTE IMMEDIATE '
+CREATE TABLE {schema}staging_entity_versions (
+	ds VARCHAR2(10 CHAR) NOT NULL,
+	load_id VARCHAR2(250 CHAR) NOT NULL,
+	base_ds VARCHAR2(10 CHAR),
+	publish_mode VARCHAR2(16 CHAR) NOT NULL,
+	reason VARCHAR2(500 CHAR),
+	held_ds VARCHAR2(10 CHAR),
+	references_total NUMBER(19) NOT NULL,
+	entities_total NUMBER(19) NOT NULL,
+	CONSTRAINT pk_staging_entity_versions PRIMARY KEY (ds)
+)';
+EXCEPTION
+  -- ORA-00955: name is already used by an existing object (created before)
+  WHEN OTHERS THEN IF SQLCODE != -955 THEN RAISE; END IF;
+END;
+/
+
+BEGIN
+  EXECUTE IMMEDIATE '
+CREATE TABLE {schema}entity_registry_state (
+	ds VARCHAR2(10 CHAR) NOT NULL,
+	load_id VARCHAR2(250 CHAR) NOT NULL,
+	base_ds VARCHAR2(10 CHAR),
+	publish_mode VARCHAR2(16 CHAR) NOT NULL,
+	reason VARCHAR2(500 CHAR),
+	held_ds VARCHAR2(10 CHAR),
+	references_total NUMBER(19) NOT NULL,
+	entities_total NUMBER(19) NOT NULL,
+	published_at TIMESTAMP NOT NULL,
+	CONSTRAINT pk_entity_registry_state PRIMARY KEY (ds)
 )';
 EXCEPTION
   -- ORA-00955: name is already used by an existing object (created before)

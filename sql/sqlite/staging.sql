@@ -2,7 +2,8 @@
 -- GENERATED from src/washline/staging/spec.py by `python -m washline.staging.spec --write`;
 -- edit the spec, not this file. {schema} is replaced by the quoted schema and a dot, or by nothing.
 -- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every staging table; load_id names
--- the load. entity_members and entities hold the whole published registry state (replaced at publish).
+-- the load. entity_members and entities hold the whole published registry state (upserted by the night's
+-- delta, or replaced by the merged version; entity_registry_state names the version they hold).
 
 CREATE TABLE IF NOT EXISTS {schema}staging_records (
 	ds TEXT NOT NULL,
@@ -126,6 +127,7 @@ CREATE TABLE IF NOT EXISTS {schema}staging_entities (
 	first_seen_ds TEXT NOT NULL,
 	last_changed_ds TEXT NOT NULL,
 	golden_record TEXT,
+	removed INTEGER NOT NULL,
 	CONSTRAINT pk_staging_entities PRIMARY KEY (ds, entity_id)
 );
 
@@ -137,6 +139,31 @@ CREATE TABLE IF NOT EXISTS {schema}staging_entity_changes (
 	from_entity_ids TEXT,
 	member_count INTEGER NOT NULL,
 	CONSTRAINT pk_staging_entity_changes PRIMARY KEY (ds, entity_id, change)
+);
+
+CREATE TABLE IF NOT EXISTS {schema}staging_entity_versions (
+	ds TEXT NOT NULL,
+	load_id TEXT NOT NULL,
+	base_ds TEXT,
+	publish_mode TEXT NOT NULL,
+	reason TEXT,
+	held_ds TEXT,
+	references_total INTEGER NOT NULL,
+	entities_total INTEGER NOT NULL,
+	CONSTRAINT pk_staging_entity_versions PRIMARY KEY (ds)
+);
+
+CREATE TABLE IF NOT EXISTS {schema}entity_registry_state (
+	ds TEXT NOT NULL,
+	load_id TEXT NOT NULL,
+	base_ds TEXT,
+	publish_mode TEXT NOT NULL,
+	reason TEXT,
+	held_ds TEXT,
+	references_total INTEGER NOT NULL,
+	entities_total INTEGER NOT NULL,
+	published_at TEXT NOT NULL,
+	CONSTRAINT pk_entity_registry_state PRIMARY KEY (ds)
 );
 
 CREATE TABLE IF NOT EXISTS {schema}entity_members (

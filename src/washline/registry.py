@@ -278,6 +278,10 @@ def _read_layer(folder: Path, part: str, columns: list[str], filter: Any = None)
     if not dataset.files:
         return target.empty_table()
     have = set(dataset.schema.names)
+    unknown = sorted(have - set(schema.names))
+    if unknown:
+        raise RegistryVersionError(f"schema drift in registry layer {folder}: column(s) {unknown} are not in "
+                                   f"the contract's {part} schema {schema.names}")
     read = [c for c in columns if c in have]
     missing = [c for c in columns if c not in have]
     if set(missing) - {"removed"}:

@@ -100,21 +100,51 @@ def link_registry(context: Mapping[str, Any]) -> dict[str, Any]:
     return dict(registry) if registry else {"enabled": False, "rebuild": False, "version": None, "complete": None}
 
 
-def _load(context: Mapping[str, Any], paths: RunPaths, load_slice: Callable) -> dict[str, Any]:
-    from washline.registry import require_complete, version_sources
+def registry_staging(paths: RunPaths, conn_id: str, schema: str | None,
+                     held_registry: Callable | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What a registry night stages: ``(sources, version row)``.
 
-    sources = {
+    Reads the date's ``_COMPLETE.json`` (a version without it is never
+    staged), asks the database which registry version it holds and picks the
+    publish mode (:func:`washline.registry.publish_mode`): the night's delta
+    layers when the database holds exactly the night's base, else the merged
+    version. The choice and its reason are logged and go into
+    ``staging_entity_versions`` (the version row) for the publish.
+
+    Raises:
+        RegistryVersionError: the version is incomplete or malformed.
+    """
+    from washline.registry import publish_mode, require_complete, staging_sources
+
+    if held_registry is None:
+        from washline.staging.publish import held_registry
+    complete = require_complete(paths)
+    held = held_registry(conn_id, schema)
+    mode, reason = publish_mode(complete, held)
+    log.info("registry ds=%s: staging for a %s publish: %s", paths.ds, mode, reason)
+    version = {"base_ds": complete.get("base_ds"), "publish_mode": mode, "reason": reason, "held_ds": held,
+               "references_total": int(complete["references_total"]),
+               "entities_total": int(complete["entities_total"])}
+    return staging_sources(paths, mode, complete), version
+
+
+def _load(context: Mapping[str, Any], paths: RunPaths, load_slice: Callable) -> dict[str, Any]:
+    sources: dict[str, Any] = {
         "staging_records": paths.curated,
         "staging_links": paths.linked / "links",
         "staging_clusters": paths.linked / "clusters",
     }
     registry = link_registry(context)
+    version = None
     if registry["enabled"]:
-        require_complete(paths)  # a version without _COMPLETE.json is never staged
-        sources.update(version_sources(paths))
+        entity_sources, version = registry_staging(paths, staging_conn_id(context), staging_schema(context))
+        sources.update(entity_sources)
     result = load_slice(staging_conn_id(context), paths.ds, sources, load_id=context["run_id"],
-                        schema=staging_schema(context))
+                        schema=staging_schema(context), registry_version=version)
     result["registry"] = bool(registry["enabled"])
+    if version is not None:
+        result["registry_publish"] = {"mode": version["publish_mode"], "reason": version["reason"],
+                                      "held_ds": version["held_ds"], "base_ds": version["base_ds"]}
     return result
 
 

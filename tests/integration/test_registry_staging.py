@@ -1,9 +1,10 @@
-"""The entity registry through staging on real SQLite and PostgreSQL:
-a night's registry version (fabricated as the link job writes it, see
+"""The entity registry through staging on real SQLite and PostgreSQL: a night's
+registry version (fabricated as the link job writes it, see
 tests/registry_data.py) is staged with the night's slice in one transaction and
-published with it in one transaction: entity_members / entities replaced whole
-by the new state, entity_changes per date; a failure leaves every published
-table exactly as before."""
+published with it in one transaction; a format-1 version is published in full
+(entity_members / entities replaced by the version, entity_changes per date); a
+failure leaves every published table exactly as before. The format-2 publish
+modes are tested in test_registry_incremental.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 
 from registry_data import D1, D2, two_nights, write_version
 from staging_data import write_slice
-from washline.registry import version_sources
+from washline.registry import RegistryVersionError
+from washline.tasks import registry_staging
 from washline.paths import RunPaths
 from washline.staging.dialects import get_db_hook
 from washline.staging.load import SchemaDriftError, load_slice
@@ -37,8 +39,9 @@ def stage(conn_id, tmp_path, version, load_id, n=6, **kw):
     lake = tmp_path / "lake"
     write_version(lake, version, **kw)
     sources = write_slice(tmp_path / "spark", version.ds, n=n)
-    sources.update(version_sources(RunPaths(version.ds, tmp_path, tmp_path / "landing")))
-    return load_slice(conn_id, version.ds, sources, load_id)
+    entity_sources, row = registry_staging(RunPaths(version.ds, tmp_path, tmp_path / "landing"), conn_id, None)
+    sources.update(entity_sources)
+    return load_slice(conn_id, version.ds, sources, load_id, registry_version=row)
 
 
 def members(conn_id):
@@ -117,7 +120,7 @@ def test_registry_version_must_be_staged_with_the_slice(staging_conn, tmp_path):
     assert snapshot(staging_conn) == before
     # a date with no staged registry version at all would empty the published registry: refused
     load_slice(staging_conn, D2, write_slice(tmp_path / "d2", D2, n=4), "run-3")
-    with pytest.raises(NothingToPublish, match="staging_entity_members holds no rows for ds=2025-01-02"):
+    with pytest.raises(NothingToPublish, match="staging_entity_versions holds no row of load 'run-3' for ds=2025-01-02"):
         publish_slice(staging_conn, D2, with_entities=True)
     assert snapshot(staging_conn) == before
 
@@ -132,8 +135,12 @@ def test_lake_only_columns_are_skipped_and_drift_is_named(staging_conn, tmp_path
     table = pq.read_table(path)
     pq.write_table(table.append_column("nickname", table.column("entity_id")), path)
     sources = write_slice(tmp_path / "spark", D1)
-    sources.update(version_sources(RunPaths(D1, tmp_path, tmp_path / "landing")))
-    with pytest.raises(SchemaDriftError, match=r"into staging_entities: missing column\(s\) -, unexpected column\(s\) \['nickname'\]"):
+    # a full publish reads the version through the registry reader, which names the drift
+    with pytest.raises(RegistryVersionError, match=r"schema drift in registry layer .*entities: column\(s\) \['nickname'\]"):
+        registry_staging(RunPaths(D1, tmp_path, tmp_path / "landing"), staging_conn, None)
+    # a staged Parquet folder (a delta layer) is checked by the loader, naming table and column
+    sources["staging_entities"] = root / "entities"
+    with pytest.raises(SchemaDriftError, match=r"into staging_entities: missing column\(s\) \['removed'\], unexpected column\(s\) \['nickname'\]"):
         load_slice(staging_conn, D1, sources, "run-1")
     assert rows(staging_conn, "SELECT COUNT(*) FROM staging_records") == [(0,)]  # one transaction: nothing staged
 

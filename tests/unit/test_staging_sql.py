@@ -132,27 +132,31 @@ def test_publish_binds_follow_each_driver():
 
 
 def test_entity_tables_follow_the_contract():
-    """The published registry tables carry exactly the agreed columns;
-    their staging twins add the slice key (ds, load_id) and keep one version per ds."""
+    """The published registry tables carry exactly the agreed columns; their
+    staging twins add the slice key (ds, load_id), and staged entities the
+    ``removed`` flag of the lake's delta layers."""
     assert TABLES["entity_members"].column_names == ["source", "record_id", "entity_id", "first_seen_ds",
                                                      "last_changed_ds"]
     assert TABLES["entity_members"].primary_key == ("source", "record_id")
     assert TABLES["entities"].column_names == ["entity_id", "member_count", "first_seen_ds", "last_changed_ds",
                                                "golden_record"]
+    assert TABLES["entities"].primary_key == ("entity_id",)
     assert TABLES["entity_changes"].column_names == ["ds", "entity_id", "change", "from_entity_ids",
                                                      "member_count"]
     for staging, published in ENTITY_TABLES.items():
         cols = TABLES[staging].column_names
         assert cols[:2] == ["ds", "load_id"]
+        extra = ["removed"] if staging == "staging_entities" else []
         assert [c for c in cols if c not in ("ds", "load_id")] == [
-            c for c in TABLES[published].column_names if c != "ds"]
+            c for c in TABLES[published].column_names if c != "ds"] + extra
     assert TABLES["staging_entity_members"].lake_only == ("text", "attributes")
+    assert TABLES["entity_registry_state"].column_names[:2] == ["ds", "load_id"]
 
 
-def _entity_publish_text(dialect: str, schema: str | None) -> str:
+def _entity_publish_text(dialect: str, schema: str | None, mode: str = "full") -> str:
     columns = {published: TABLES[published].column_names for published in ENTITY_TABLES.values()}
     out = []
-    for step in entity_publish_plan(dialect, columns, schema):
+    for step in entity_publish_plan(dialect, columns, schema, mode):
         sql, params = render(step.sql, dialect, {k: v for k, v in SAMPLE.items() if f":{k}" in step.sql})
         out.append(f"-- {step.name}  params={params!r}\n{sql};\n")
     return "\n".join(out)
@@ -161,7 +165,73 @@ def _entity_publish_text(dialect: str, schema: str | None) -> str:
 @pytest.mark.parametrize("dialect", ["mssql", "oracle", "postgres", "sqlite"])
 def test_entity_publish_statements_match_reviewed_files(dialect):
     text = _entity_publish_text(dialect, "washline" if dialect != "sqlite" else None)
-    # members and entities are replaced whole; changes and pruning are per date
+    # a full publish replaces members and entities whole; changes from ds on; pruning per date
     assert re.search(r"-- delete:entity_members  params=(\{\}|\(\))\nDELETE FROM \S*entity_members\S*;", text, re.I)
     assert "delete:entity_changes  params={'ds'" in text or "delete:entity_changes  params=('2025" in text
+    assert re.search(r"FROM \S*staging_entities\S* WHERE ds = \S+ AND removed = 0;", text, re.I)
     _assert_expected(f"publish_entities_{dialect}.sql", text)
+
+
+@pytest.mark.parametrize("dialect", ["mssql", "oracle", "postgres", "sqlite"])
+def test_incremental_entity_publish_statements_match_reviewed_files(dialect):
+    text = _entity_publish_text(dialect, "washline" if dialect != "sqlite" else None, "incremental")
+    assert "-- delete:entity_members" not in text and "-- delete:entities " not in text  # nothing replaced whole
+    assert "-- upsert:entity_members" in text and "-- upsert:entities" in text
+    assert re.search(r"DELETE FROM \S*entities\S* WHERE entity_id IN \(SELECT entity_id FROM "
+                     r"\S*staging_entities\S* WHERE ds = \S+ AND removed = 1\)", text, re.I)
+    _assert_expected(f"publish_entities_incremental_{dialect}.sql", text)
+
+
+def _statement(text: str, step: str) -> str:
+    return text.split(f"-- {step}  ", 1)[1].split("\n", 1)[1].split("\n\n", 1)[0]
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "sqlite"])
+def test_upserts_use_on_conflict_on_the_spec_keys(dialect):
+    text = _entity_publish_text(dialect, None, "incremental")
+    members = _statement(text, "upsert:entity_members")
+    assert members.startswith('INSERT INTO "entity_members" ("source", "record_id", "entity_id", "first_seen_ds", '
+                              '"last_changed_ds") SELECT ')
+    assert 'ON CONFLICT ("source", "record_id") DO UPDATE SET "entity_id" = excluded."entity_id", ' \
+           '"first_seen_ds" = excluded."first_seen_ds", "last_changed_ds" = excluded."last_changed_ds";' in members
+    entities = _statement(text, "upsert:entities")
+    assert 'AND removed = 0 ON CONFLICT ("entity_id") DO UPDATE SET "member_count" = excluded."member_count"' in entities
+    assert '"entity_id" = excluded' not in entities  # the key is never updated
+
+
+def test_sql_server_merge_statements():
+    text = _entity_publish_text("mssql", "washline", "incremental")
+    members = _statement(text, "upsert:entity_members")
+    assert members.startswith("MERGE INTO [washline].[entity_members] WITH (HOLDLOCK) AS tgt USING (SELECT [source], "
+                              "[record_id], [entity_id], [first_seen_ds], [last_changed_ds] FROM "
+                              "[washline].[staging_entity_members] WHERE ds = %(ds)s) AS src ON "
+                              "(tgt.[source] = src.[source] AND tgt.[record_id] = src.[record_id])")
+    assert " WHEN MATCHED THEN UPDATE SET tgt.[entity_id] = src.[entity_id], " in members
+    assert "tgt.[source] = src.[source]," not in members  # keys are matched, never set
+    assert members.endswith("WHEN NOT MATCHED BY TARGET THEN INSERT ([source], [record_id], [entity_id], "
+                            "[first_seen_ds], [last_changed_ds]) VALUES (src.[source], src.[record_id], "
+                            "src.[entity_id], src.[first_seen_ds], src.[last_changed_ds]);;")  # T-SQL: MERGE ends in ;
+    assert members.count("%(ds)s") == 1
+
+
+def test_oracle_merge_statements():
+    text = _entity_publish_text("oracle", "washline", "incremental")
+    entities = _statement(text, "upsert:entities")
+    assert entities.startswith('MERGE INTO "WASHLINE"."ENTITIES" tgt USING (SELECT "ENTITY_ID", "MEMBER_COUNT", '
+                               '"FIRST_SEEN_DS", "LAST_CHANGED_DS", "GOLDEN_RECORD" FROM "WASHLINE"."STAGING_ENTITIES" '
+                               'WHERE ds = :ds AND removed = 0) src ON (tgt."ENTITY_ID" = src."ENTITY_ID")')
+    assert ' WHEN MATCHED THEN UPDATE SET tgt."MEMBER_COUNT" = src."MEMBER_COUNT", ' in entities
+    assert 'SET tgt."ENTITY_ID"' not in entities and ', tgt."ENTITY_ID" =' not in entities  # ORA-38104
+    assert entities.endswith('WHEN NOT MATCHED THEN INSERT ("ENTITY_ID", "MEMBER_COUNT", "FIRST_SEEN_DS", '
+                             '"LAST_CHANGED_DS", "GOLDEN_RECORD") VALUES (src."ENTITY_ID", src."MEMBER_COUNT", '
+                             'src."FIRST_SEEN_DS", src."LAST_CHANGED_DS", src."GOLDEN_RECORD");')
+    assert " AS src" not in entities and " AS tgt" not in entities  # Oracle takes no AS before a table alias
+
+
+def test_upsert_key_must_be_among_the_columns():
+    from washline.staging.publish import upsert_sql
+
+    with pytest.raises(ValueError, match="upsert key"):
+        upsert_sql("postgres", '"t"', "SELECT a FROM s", ["a"], ("b",))
+    with pytest.raises(ValueError, match="publish mode"):
+        entity_publish_plan("postgres", {}, None, "sideways")

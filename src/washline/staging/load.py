@@ -111,9 +111,14 @@ def ensure_schema(conn: Any, dialect: str, schema: str | None = None) -> None:
         conn.commit()
 
 
-def _arrow_dataset(path: Path):
+def _arrow_dataset(path: Any):
+    """A ``pyarrow.dataset`` over a Parquet folder, or over an Arrow table
+    (e.g. the merged registry version a full publish stages)."""
+    import pyarrow as pa
     import pyarrow.dataset as pads
 
+    if isinstance(path, pa.Table):
+        return pads.dataset(path)
     if not Path(path).exists():
         raise FileNotFoundError(f"Spark output {path} does not exist; did the upstream task run for this date?")
     return pads.dataset(str(path), format="parquet", exclude_invalid_files=False,
@@ -125,6 +130,8 @@ def _type_ok(col: Col, arrow_type) -> bool:
 
     if pt.is_null(arrow_type):
         return col.nullable
+    if pt.is_boolean(arrow_type):
+        return col.kind in ("int32", "int64")  # a flag, stored as 0/1
     if col.kind == "str":
         return pt.is_string(arrow_type) or pt.is_large_string(arrow_type) or getattr(pt, "is_string_view", lambda t: False)(arrow_type)
     if col.kind == "date":
@@ -241,7 +248,8 @@ def _batches(dataset: Any, table: str, columns: list[str], source: Path) -> Iter
     for batch in dataset.to_batches(columns=[lower[c] for c in columns], batch_size=BATCH_ROWS):
         if batch.num_rows == 0:
             continue
-        batch = pa.RecordBatch.from_arrays(batch.columns, names=columns)
+        arrays = [a.cast(pa.int8()) if pa.types.is_boolean(a.type) else a for a in batch.columns]
+        batch = pa.RecordBatch.from_arrays(arrays, names=columns)
         check_batch(table, batch, columns, source, key_of)
         yield batch
 
@@ -267,6 +275,19 @@ def _python_rows(batch: Any, dialect: str) -> list[tuple]:
             arr = arr.cast(pa.string())
         cols.append(arr.to_pylist())
     return list(zip(*cols))
+
+
+def _stage_registry_version(cur: Any, dialect: str, schema: str | None, ds: str, load_id: str,
+                            version: dict[str, Any]) -> None:
+    """Replace the date's row of ``staging_entity_versions`` (see :func:`load_slice`)."""
+    cols = [c for c in TABLES["staging_entity_versions"].column_names]
+    row = {**{k: version.get(k) for k in cols}, "ds": ds, "load_id": load_id}
+    row["reason"] = (row["reason"] or "")[:500] or None
+    target = qualify("staging_entity_versions", dialect, schema)
+    cur.execute(*render(f"DELETE FROM {target} WHERE ds = :ds", dialect, {"ds": ds}))
+    names = ", ".join(quote_ident(c, dialect) for c in cols)
+    cur.execute(*render(f"INSERT INTO {target} ({names}) VALUES ({', '.join(':' + c for c in cols)})",
+                        dialect, row))
 
 
 # -- writers: each returns the number of rows written -------------------------
@@ -320,8 +341,8 @@ def write_table(conn: Any, cur: Any, dialect: str, target: str, table_cols: list
     return _write_executemany(cur, dialect, target, all_cols, batches, ds, load_id)
 
 
-def load_slice(conn_id: str, ds: str, sources: dict[str, Path], load_id: str, *,
-               schema: str | None = None) -> dict[str, Any]:
+def load_slice(conn_id: str, ds: str, sources: dict[str, Any], load_id: str, *,
+               schema: str | None = None, registry_version: dict[str, Any] | None = None) -> dict[str, Any]:
     """Replace the ``ds`` slice of each staging table with the Parquet at ``sources[table]``.
 
     Args:
@@ -333,6 +354,11 @@ def load_slice(conn_id: str, ds: str, sources: dict[str, Path], load_id: str, *,
         load_id: identifier of this load (the Airflow run id), stored on every row.
         schema: database schema holding the tables (validated, quoted);
             ``None`` = the connection's default. Not supported on SQLite.
+        registry_version: on a registry night, the row of
+            ``staging_entity_versions`` for the date (``base_ds``,
+            ``publish_mode``, ``reason``, ``held_ds``, ``references_total``,
+            ``entities_total``): what the entity tables hold and how publish
+            applies them. Replaced in the same transaction.
 
     Returns:
         ``{"rows": {table: n}, "seconds": s, "table_seconds": {table: s},
@@ -357,6 +383,8 @@ def load_slice(conn_id: str, ds: str, sources: dict[str, Path], load_id: str, *,
     hook, dialect = get_db_hook(conn_id)
     schema = validate_schema(schema, dialect)
     datasets = {table: _arrow_dataset(path) for table, path in sources.items()}
+    labels = {table: (f"the merged registry version of ds={ds} ({table})" if not isinstance(src, (str, Path))
+                      else Path(src)) for table, src in sources.items()}
     conn = connect(hook, dialect, conn_id)
     counts: dict[str, int] = {}
     table_seconds: dict[str, float] = {}
@@ -369,12 +397,12 @@ def load_slice(conn_id: str, ds: str, sources: dict[str, Path], load_id: str, *,
             table_cols = table_columns(cur, table, dialect, schema)
             target = qualify(table, dialect, schema)
             cur.execute(*render(f"DELETE FROM {target} WHERE ds = :ds", dialect, {"ds": ds}))
-            if table in MAY_BE_EMPTY and not dataset.files:
+            if table in MAY_BE_EMPTY and not getattr(dataset, "files", True):
                 n = 0  # e.g. a night that changed no entity: Spark may write no part file at all
             else:
-                cols = check_columns(table, table_cols, dataset.schema, sources[table])
+                cols = check_columns(table, table_cols, dataset.schema, labels[table])
                 n = write_table(conn, cur, dialect, target, table_cols, cols,
-                                _batches(dataset, table, cols, sources[table]), ds, load_id)
+                                _batches(dataset, table, cols, labels[table]), ds, load_id)
             cur.execute(*render(f"SELECT COUNT(*) FROM {target} WHERE ds = :ds", dialect, {"ds": ds}))
             in_db = cur.fetchone()[0]
             if in_db != n:
@@ -382,6 +410,8 @@ def load_slice(conn_id: str, ds: str, sources: dict[str, Path], load_id: str, *,
             counts[table] = n
             table_seconds[table] = round(time.monotonic() - t0, 3)
             log.info("staged %d rows into %s for ds=%s (%s, %.2fs)", n, table, ds, dialect, table_seconds[table])
+        if registry_version is not None:
+            _stage_registry_version(cur, dialect, schema, ds, load_id, registry_version)
         conn.commit()
     except BaseException as exc:
         try:

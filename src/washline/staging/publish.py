@@ -11,12 +11,36 @@ as they were (readers never see a half-written slice: the new rows become
 visible only at commit).
 
 On a registry night (``with_entities=True``) the same transaction also moves the
-entity registry forward: ``entity_members`` and ``entities`` are replaced whole by
-the staged state of the date (they are the full state, not a per-date slice),
-``entity_changes`` gets the date's rows replaced, and the staged states of earlier
-dates are pruned from ``staging_entity_members`` / ``staging_entities`` (a full
-state per date would grow staging by the whole registry every night); see
-:func:`entity_publish_plan`.
+entity registry forward (:func:`entity_publish_plan`), in one of two modes that
+the load chose (:func:`washline.registry.publish_mode`) and recorded in
+``staging_entity_versions``:
+
+* ``incremental``: staging holds the night's delta (the own layers of a format-2
+  version); ``entity_members`` and ``entities`` are upserted by it
+  (``INSERT … ON CONFLICT … DO UPDATE`` on PostgreSQL and SQLite, ``MERGE`` on
+  SQL Server and Oracle), entities staged with ``removed = 1`` are deleted, and
+  the night's ``entity_changes`` rows are replaced. Chosen only when the database
+  holds exactly the night's ``base_ds``; the publish checks that again inside its
+  transaction (:class:`NothingToPublish` when another publish moved it since).
+* ``full``: staging holds the merged version; ``entity_members`` and ``entities``
+  are replaced whole. Chosen on the first night, when the database records no
+  version, holds another one than the base (the lake was rolled back, or a
+  publish was skipped), for a format-1 version, and on a rerun.
+
+Either way the tables are then reconciled with the version's manifest
+(``entity_members`` rows = ``references_total``, ``entities`` rows =
+``entities_total``; otherwise rolled back) and ``entity_registry_state`` is set to
+the version (one row: ``ds``, ``base_ds``, mode and reason, totals,
+``published_at``), in the same transaction. Staged dates before ``ds`` are pruned.
+
+A rerun of a published date: the database holds ``d`` itself, not ``d``'s base,
+so the rerun publishes in full. The alternative, keeping the base's record to
+replay the rerun's delta as an upsert, is wrong whenever the rerun's delta
+differs from the first run's (a reference the first run added and the rerun
+does not would stay published): the database cannot undo the first run's
+delta without the base's rows. A full publish of the merged version is correct
+whatever the first run did, and a rerun of an unchanged version leaves every
+published table identical (tested). The cost is one full publish per rerun.
 
 The statements are written once with ``:name`` binds (:func:`publish_plan`)
 and compiled by SQLAlchemy for the driver of each dialect
@@ -47,9 +71,13 @@ from washline.staging.dialects import (
     table_columns,
     validate_schema,
 )
+from washline.registry import FULL, INCREMENTAL
 from washline.staging.load import SchemaDriftError, begin, ensure_schema
 
 log = logging.getLogger(__name__)
+
+#: The columns of ``staging_entity_versions`` a publish reads (besides ``ds``, ``load_id``).
+VERSION_COLUMNS = ("base_ds", "publish_mode", "reason", "held_ds", "references_total", "entities_total")
 
 
 class NothingToPublish(RuntimeError):
@@ -99,31 +127,111 @@ def publish_plan(dialect: str, columns: dict[str, list[str]], schema: str | None
     return steps
 
 
-def entity_publish_plan(dialect: str, columns: dict[str, list[str]], schema: str | None = None) -> list[Step]:
+def upsert_sql(dialect: str, target: str, source_select: str, columns: list[str], key: tuple[str, ...]) -> str:
+    """One statement that inserts the rows of ``source_select`` into ``target``
+    and, for a row whose ``key`` is there already, updates its other columns.
+
+    PostgreSQL and SQLite: ``INSERT … SELECT … ON CONFLICT (key) DO UPDATE SET
+    c = excluded.c`` (the key must be the table's primary key or a unique
+    constraint: the spec's, :mod:`washline.staging.spec`). SQL Server:
+    ``MERGE … WITH (HOLDLOCK)`` ending in ``;`` (T-SQL requires it). Oracle:
+    ``MERGE INTO … USING (…) ON (…)`` (no key column is updated: Oracle refuses
+    that).
+
+    Args:
+        target: the quoted (qualified) table.
+        source_select: a ``SELECT`` of exactly ``columns`` (``:name`` binds allowed).
+        columns: the column names, in ``source_select``'s order.
+        key: the key columns (a subset of ``columns``).
+    """
+    q = lambda c: quote_ident(c, dialect)  # noqa: E731
+    missing = [k for k in key if k not in columns]
+    if missing or not key:
+        raise ValueError(f"upsert key {key} must be among the columns {columns}")
+    cols = ", ".join(q(c) for c in columns)
+    rest = [c for c in columns if c not in key]
+    if dialect in ("postgres", "sqlite"):
+        sets = ", ".join(f"{q(c)} = excluded.{q(c)}" for c in rest)
+        action = f"DO UPDATE SET {sets}" if rest else "DO NOTHING"
+        return f"INSERT INTO {target} ({cols}) {source_select} ON CONFLICT ({', '.join(q(k) for k in key)}) {action}"
+    if dialect not in ("mssql", "oracle"):
+        raise ValueError(f"unknown dialect {dialect!r}")
+    on = " AND ".join(f"tgt.{q(k)} = src.{q(k)}" for k in key)
+    sets = ", ".join(f"tgt.{q(c)} = src.{q(c)}" for c in rest)
+    values = ", ".join(f"src.{q(c)}" for c in columns)
+    matched = f" WHEN MATCHED THEN UPDATE SET {sets}" if rest else ""
+    if dialect == "mssql":
+        return (f"MERGE INTO {target} WITH (HOLDLOCK) AS tgt USING ({source_select}) AS src ON ({on})"
+                f"{matched} WHEN NOT MATCHED BY TARGET THEN INSERT ({cols}) VALUES ({values});")
+    return (f"MERGE INTO {target} tgt USING ({source_select}) src ON ({on})"
+            f"{matched} WHEN NOT MATCHED THEN INSERT ({cols}) VALUES ({values})")
+
+
+def entity_publish_plan(dialect: str, columns: dict[str, list[str]], schema: str | None = None,
+                        mode: str = FULL) -> list[Step]:
     """The registry statements of a publish, run inside the slice's transaction
-    after :func:`publish_plan`'s slice steps (binds ``:ds``, ``:load_id``).
+    after :func:`publish_plan`'s slice steps (binds ``:ds``, ``:load_id``,
+    ``:published_at``).
+
+    ``full``: ``entity_members`` and ``entities`` are replaced by the staged
+    merged version (entities with ``removed = 0``), ``entity_changes`` rows of
+    dates from ``ds`` on are replaced by the night's (later dates belong to a
+    version the lake was rolled back from). ``incremental``: the staged delta is
+    upserted (:func:`upsert_sql`, keyed by each table's primary key from the
+    spec), entities staged with ``removed = 1`` are deleted, and the night's
+    ``entity_changes`` rows are replaced. Both then count the tables, record the
+    version in ``entity_registry_state`` and prune earlier staged dates.
 
     Args:
         dialect: target dialect.
         columns: published entity table → its columns (the contract columns,
             all present in the staging table).
         schema: schema of all tables, or ``None``.
+        mode: ``full`` or ``incremental`` (:data:`washline.registry.FULL` / ``INCREMENTAL``).
     """
+    from washline.staging.spec import TABLES
+
+    if mode not in (FULL, INCREMENTAL):
+        raise ValueError(f"publish mode {mode!r} is neither {FULL!r} nor {INCREMENTAL!r}")
     q = lambda t: qualify(t, dialect, schema)  # noqa: E731
-    steps = []
+    version_cols = ", ".join(quote_ident(c, dialect) for c in VERSION_COLUMNS)
+    steps = [
+        Step("version", f"SELECT {version_cols} FROM {q('staging_entity_versions')} "
+                        "WHERE ds = :ds AND load_id = :load_id"),
+        Step("held", f"SELECT ds FROM {q('entity_registry_state')}"),
+    ]
     for staging in ENTITY_STAGING_TABLES:
         steps.append(Step(f"other_load_ids:{staging}",
                           f"SELECT COUNT(*) FROM {q(staging)} WHERE ds = :ds AND load_id <> :load_id"))
         steps.append(Step(f"staged:{staging}", f"SELECT COUNT(*) FROM {q(staging)} WHERE ds = :ds"))
     for staging, published in ENTITY_TABLES.items():
         cols = ", ".join(quote_ident(c, dialect) for c in columns[published])
-        whole = published != "entity_changes"  # members and entities are the full state
-        where = "" if whole else " WHERE ds = :ds"
-        steps.append(Step(f"delete:{published}", f"DELETE FROM {q(published)}{where}"))
-        steps.append(Step(f"insert:{published}",
-                          f"INSERT INTO {q(published)} ({cols}) SELECT {cols} FROM {q(staging)} WHERE ds = :ds"))
-        steps.append(Step(f"count:{published}", f"SELECT COUNT(*) FROM {q(published)}{where}"))
-    for staging in ("staging_entity_members", "staging_entities"):
+        live = " AND removed = 0" if published == "entities" else ""
+        select = f"SELECT {cols} FROM {q(staging)} WHERE ds = :ds{live}"
+        if published == "entity_changes":
+            since = "ds >= :ds" if mode == FULL else "ds = :ds"
+            steps.append(Step(f"delete:{published}", f"DELETE FROM {q(published)} WHERE {since}"))
+            steps.append(Step(f"insert:{published}", f"INSERT INTO {q(published)} ({cols}) {select}"))
+            steps.append(Step(f"count:{published}", f"SELECT COUNT(*) FROM {q(published)} WHERE ds = :ds"))
+            continue
+        if mode == FULL:
+            steps.append(Step(f"delete:{published}", f"DELETE FROM {q(published)}"))
+            steps.append(Step(f"insert:{published}", f"INSERT INTO {q(published)} ({cols}) {select}"))
+        else:
+            steps.append(Step(f"upsert:{published}", upsert_sql(dialect, q(published), select, columns[published],
+                                                                TABLES[published].primary_key)))
+            if published == "entities":
+                steps.append(Step("delete_removed:entities",
+                                  f"DELETE FROM {q(published)} WHERE entity_id IN "
+                                  f"(SELECT entity_id FROM {q(staging)} WHERE ds = :ds AND removed = 1)"))
+        steps.append(Step(f"count:{published}", f"SELECT COUNT(*) FROM {q(published)}"))
+    state_cols = ", ".join(quote_ident(c, dialect) for c in (*VERSION_COLUMNS, "ds", "load_id"))
+    steps.append(Step("delete:entity_registry_state", f"DELETE FROM {q('entity_registry_state')}"))
+    steps.append(Step("insert:entity_registry_state",
+                      f"INSERT INTO {q('entity_registry_state')} ({state_cols}, {quote_ident('published_at', dialect)}) "
+                      f"SELECT {state_cols}, :published_at FROM {q('staging_entity_versions')} "
+                      "WHERE ds = :ds AND load_id = :load_id"))
+    for staging in ("staging_entity_members", "staging_entities", "staging_entity_versions"):
         steps.append(Step(f"prune:{staging}", f"DELETE FROM {q(staging)} WHERE ds < :ds"))
     return steps
 
@@ -186,9 +294,7 @@ def publish_slice(conn_id: str, ds: str, *, schema: str | None = None,
                 )
             columns[staging] = s_cols
         plan = {step.name: step for step in publish_plan(dialect, columns, schema)}
-        if with_entities:
-            entity_columns = _entity_columns(cur, dialect, schema)
-            plan.update({step.name: step for step in entity_publish_plan(dialect, entity_columns, schema)})
+        entity_columns = _entity_columns(cur, dialect, schema) if with_entities else {}
         params: dict[str, Any] = {"ds": ds}
         load_ids = [r[0] for r in _execute(cur, plan["load_ids"], dialect, params).fetchall()]
         if len(load_ids) != 1:
@@ -215,16 +321,15 @@ def publish_slice(conn_id: str, ds: str, *, schema: str | None = None,
                     f"{published} holds {counts[published]} rows for ds={ds} after publish, "
                     f"staging has {staged[staging]}; rolled back"
                 )
-        if with_entities:
-            counts.update(_publish_entities(cur, plan, dialect, params))
         now = dt.datetime.now(dt.timezone.utc)
-        params.update({
-            # SQLite keeps ISO text; SQL Server DATETIME2 and Oracle TIMESTAMP take naive UTC.
-            "published_at": now.isoformat() if dialect == "sqlite" else
-            (now.replace(tzinfo=None) if dialect in ("mssql", "oracle") else now),
-            "records": counts["published_records"], "links": counts["published_links"],
-            "clusters": counts["published_clusters"],
-        })
+        # SQLite keeps ISO text; SQL Server DATETIME2 and Oracle TIMESTAMP take naive UTC.
+        params["published_at"] = (now.isoformat() if dialect == "sqlite" else
+                                  (now.replace(tzinfo=None) if dialect in ("mssql", "oracle") else now))
+        if with_entities:
+            registry = _publish_entities(cur, dialect, schema, entity_columns, params)
+            counts.update(registry.pop("rows"))
+        params.update({"records": counts["published_records"], "links": counts["published_links"],
+                       "clusters": counts["published_clusters"]})
         _execute(cur, plan["delete:publish_log"], dialect, params)
         _execute(cur, plan["insert:publish_log"], dialect, params)
         conn.commit()
@@ -239,8 +344,11 @@ def publish_slice(conn_id: str, ds: str, *, schema: str | None = None,
     finally:
         conn.close()
     log.info("published ds=%s load_id=%s: %s", ds, load_ids[0], counts)
-    return {"rows": counts, "load_id": load_ids[0], "seconds": round(time.monotonic() - started, 2),
-            "dialect": dialect}
+    out = {"rows": counts, "load_id": load_ids[0], "seconds": round(time.monotonic() - started, 2),
+           "dialect": dialect}
+    if with_entities:
+        out["registry"] = registry
+    return out
 
 
 def _entity_columns(cur: Any, dialect: str, schema: str | None) -> dict[str, list[str]]:
@@ -267,30 +375,93 @@ def _entity_columns(cur: Any, dialect: str, schema: str | None) -> dict[str, lis
     return out
 
 
-def _publish_entities(cur: Any, plan: dict[str, Step], dialect: str, params: dict[str, Any]) -> dict[str, int]:
-    """Run the registry steps of an open publish transaction; returns published counts."""
-    staged: dict[str, int] = {}
+def _publish_entities(cur: Any, dialect: str, schema: str | None, columns: dict[str, list[str]],
+                      params: dict[str, Any]) -> dict[str, Any]:
+    """Run the registry steps of an open publish transaction.
+
+    Returns:
+        ``{"rows": {published table: rows}, "mode", "reason", "base_ds", "held_ds"}``
+        (``entity_changes``: the date's rows; the others: whole tables).
+
+    Raises:
+        NothingToPublish: no staged version row of the load, staged rows of
+            another load, an empty staged version on a full publish, or an
+            incremental delta whose base is not the version the database holds
+            now (the load must run again).
+        RuntimeError: a table does not reconcile with the version's totals
+            after the statements (rolled back by the caller).
+    """
     ds, load_id = params["ds"], params["load_id"]
+    probe = {s.name: s for s in entity_publish_plan(dialect, columns, schema, FULL)}
+    staged: dict[str, int] = {}
     for staging in ENTITY_STAGING_TABLES:
-        other = _execute(cur, plan[f"other_load_ids:{staging}"], dialect, params).fetchone()[0]
+        other = _execute(cur, probe[f"other_load_ids:{staging}"], dialect, params).fetchone()[0]
         if other:
             raise NothingToPublish(
                 f"{staging} ds={ds} has {other} row(s) from a load other than {load_id!r}; the registry "
                 "version is not the slice's load. Nothing published.")
-        staged[staging] = _execute(cur, plan[f"staged:{staging}"], dialect, params).fetchone()[0]
-    for staging in ("staging_entity_members", "staging_entities"):
-        if not staged[staging]:
-            raise NothingToPublish(
-                f"{staging} holds no rows for ds={ds}: the registry version of the date was not staged "
-                "(publishing it would empty the published registry). Nothing published.")
+        staged[staging] = _execute(cur, probe[f"staged:{staging}"], dialect, params).fetchone()[0]
+    row = _execute(cur, probe["version"], dialect, params).fetchone()
+    if row is None:
+        raise NothingToPublish(
+            f"staging_entity_versions holds no row of load {load_id!r} for ds={ds}: the registry version was not "
+            "staged with the slice (run load_staging again). Nothing published.")
+    version = dict(zip(VERSION_COLUMNS, row))
+    held = [r[0] for r in _execute(cur, probe["held"], dialect, params).fetchall()]
+    held_ds = held[0] if len(held) == 1 else None
+    mode = version["publish_mode"]
+    if mode == INCREMENTAL and held_ds != version["base_ds"]:
+        raise NothingToPublish(
+            f"the staged registry delta of ds={ds} applies to ds={version['base_ds']}, but the database now holds "
+            f"{('ds=' + held_ds) if held_ds else 'no recorded version'} (published since the load?); run "
+            "load_staging again, it then stages the whole version. Nothing published.")
+    plan = {s.name: s for s in entity_publish_plan(dialect, columns, schema, mode)}
+    if mode == FULL:
+        for staging in ("staging_entity_members", "staging_entities"):
+            if not staged[staging] and version["references_total"]:
+                raise NothingToPublish(
+                    f"{staging} holds no rows for ds={ds}: the registry version of the date was not "
+                    "staged (publishing it would empty the published registry). Nothing published.")
+    log.info("registry ds=%s: %s publish (%s)", ds, mode, version["reason"])
     counts: dict[str, int] = {}
     for staging, published in ENTITY_TABLES.items():
-        _execute(cur, plan[f"delete:{published}"], dialect, params)
-        _execute(cur, plan[f"insert:{published}"], dialect, params)
+        for name in (f"delete:{published}", f"insert:{published}", f"upsert:{published}", f"delete_removed:{published}"):
+            if name in plan:
+                _execute(cur, plan[name], dialect, params)
         counts[published] = _execute(cur, plan[f"count:{published}"], dialect, params).fetchone()[0]
-        if counts[published] != staged[staging]:
-            raise RuntimeError(f"{published} holds {counts[published]} rows after publishing ds={ds}, "
-                               f"{staging} has {staged[staging]}; rolled back")
-    for staging in ("staging_entity_members", "staging_entities"):
+    expected = {"entity_members": version["references_total"], "entities": version["entities_total"],
+                "entity_changes": staged["staging_entity_changes"]}
+    wrong = {t: (counts[t], int(n)) for t, n in expected.items() if counts[t] != int(n)}
+    if wrong:
+        raise RuntimeError(
+            f"the published registry does not reconcile after the {mode} publish of ds={ds}: "
+            + "; ".join(f"{t} holds {got} rows, the version has {want}" for t, (got, want) in wrong.items())
+            + "; rolled back")
+    _execute(cur, plan["delete:entity_registry_state"], dialect, params)
+    _execute(cur, plan["insert:entity_registry_state"], dialect, params)
+    for staging in ("staging_entity_members", "staging_entities", "staging_entity_versions"):
         _execute(cur, plan[f"prune:{staging}"], dialect, params)
-    return counts
+    return {"rows": counts, "mode": mode, "reason": version["reason"], "base_ds": version["base_ds"],
+            "held_ds": held_ds}
+
+
+def held_registry(conn_id: str, schema: str | None = None) -> str | None:
+    """The registry version (``ds``) the published tables hold, from
+    ``entity_registry_state``; None when none is recorded (a new database, or
+    one published before the state was recorded). Creates missing tables.
+
+    Raises:
+        StagingUnreachable: no connection after the retries.
+    """
+    hook, dialect = get_db_hook(conn_id)
+    schema = validate_schema(schema, dialect)
+    conn = connect(hook, dialect, conn_id)
+    try:
+        ensure_schema(conn, dialect, schema)
+        cur = conn.cursor()
+        cur.execute(f"SELECT ds FROM {qualify('entity_registry_state', dialect, schema)}")
+        rows = cur.fetchall()
+        conn.rollback()
+    finally:
+        conn.close()
+    return rows[0][0] if len(rows) == 1 else None

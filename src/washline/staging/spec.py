@@ -145,6 +145,9 @@ ENTITY_COLUMNS = (
     _s("last_changed_ds", 10, False),
     _s("golden_record", 4000),
 )
+#: Staged entities also carry ``removed`` (0/1; the lake's boolean): a row with 1
+#: deletes the entity at publish. Published ``entities`` holds live entities only.
+REMOVED_COLUMN = Col("removed", "int32", nullable=False)
 ENTITY_CHANGE_COLUMNS = (
     _s("entity_id", 32, False),
     _s("change", 8, False),
@@ -152,8 +155,27 @@ ENTITY_CHANGE_COLUMNS = (
     Col("member_count", "int64", nullable=False),
 )
 
-#: Staging entity table -> published entity table. Staging keeps the version per
-#: ``ds`` (with ``load_id``); the published tables hold exactly the contract columns.
+#: The registry version a load staged (``staging_entity_versions``, one row per
+#: ``ds``) and the one the published tables hold (``entity_registry_state``, one
+#: row): ``publish_mode`` ``incremental`` or ``full``, ``reason`` why, ``held_ds`` the
+#: version the database held when the load chose the mode, and the manifest's
+#: totals the publish reconciles with.
+REGISTRY_VERSION_COLUMNS = (
+    *SLICE_COLUMNS,
+    _s("base_ds", 10),
+    _s("publish_mode", 16, False),
+    _s("reason", 500),
+    _s("held_ds", 10),
+    Col("references_total", "int64", nullable=False),
+    Col("entities_total", "int64", nullable=False),
+)
+
+#: Staging entity table -> published entity table. Staging keeps, per ``ds`` (with
+#: ``load_id``), what the night publishes: its delta (incremental publish) or the
+#: merged version (full publish); the published tables hold exactly the contract
+#: columns. Which of the two was staged, and the version's totals, are in
+#: ``staging_entity_versions``; ``entity_registry_state`` (one row) names the
+#: registry version the published tables hold.
 ENTITY_TABLES = {
     "staging_entity_members": "entity_members",
     "staging_entities": "entities",
@@ -183,9 +205,14 @@ def _tables() -> dict[str, TableSpec]:
     out["staging_entity_members"] = TableSpec(
         "staging_entity_members", (*SLICE_COLUMNS, *ENTITY_MEMBER_COLUMNS), ("ds", "source", "record_id"),
         (("ix_staging_entity_members_entity", ("ds", "entity_id")),), lake_only=("text", "attributes"))
-    out["staging_entities"] = TableSpec("staging_entities", (*SLICE_COLUMNS, *ENTITY_COLUMNS), ("ds", "entity_id"))
+    out["staging_entities"] = TableSpec("staging_entities", (*SLICE_COLUMNS, *ENTITY_COLUMNS, REMOVED_COLUMN),
+                                        ("ds", "entity_id"))
     out["staging_entity_changes"] = TableSpec(
         "staging_entity_changes", (*SLICE_COLUMNS, *ENTITY_CHANGE_COLUMNS), ("ds", "entity_id", "change"))
+    out["staging_entity_versions"] = TableSpec("staging_entity_versions", REGISTRY_VERSION_COLUMNS, ("ds",))
+    out["entity_registry_state"] = TableSpec(
+        "entity_registry_state",
+        (*REGISTRY_VERSION_COLUMNS, Col("published_at", "timestamp", nullable=False)), ("ds",))
     out["entity_members"] = TableSpec(
         "entity_members", ENTITY_MEMBER_COLUMNS, ("source", "record_id"),
         (("ix_entity_members_entity", ("entity_id",)),))
@@ -283,7 +310,8 @@ def render_ddl(dialect: str) -> str:
         "-- GENERATED from src/washline/staging/spec.py by `python -m washline.staging.spec --write`;",
         "-- edit the spec, not this file. {schema} is replaced by the quoted schema and a dot, or by nothing.",
         "-- One logical date (ds, 'YYYY-MM-DD') is one replaceable slice of every staging table; load_id names",
-        "-- the load. entity_members and entities hold the whole published registry state (replaced at publish).",
+        "-- the load. entity_members and entities hold the whole published registry state (upserted by the night's",
+        "-- delta, or replaced by the merged version; entity_registry_state names the version they hold).",
     ]
     if dialect == "oracle":
         header.append("-- Statements are PL/SQL blocks separated by a line holding only '/'.")

@@ -126,6 +126,7 @@ CREATE TABLE [washline].staging_entities (
 	first_seen_ds NVARCHAR(10) NOT NULL,
 	last_changed_ds NVARCHAR(10) NOT NULL,
 	golden_record NVARCHAR(4000) NULL,
+	removed INTEGER NOT NULL,
 	CONSTRAINT pk_staging_entities PRIMARY KEY (ds, entity_id)
 );
 IF OBJECT_ID(N'[washline].staging_entity_changes', N'U') IS NULL
@@ -137,6 +138,31 @@ CREATE TABLE [washline].staging_entity_changes (
 	from_entity_ids NVARCHAR(4000) NULL,
 	member_count BIGINT NOT NULL,
 	CONSTRAINT pk_staging_entity_changes PRIMARY KEY (ds, entity_id, change)
+);
+IF OBJECT_ID(N'[washline].staging_entity_versions', N'U') IS NULL
+CREATE TABLE [washline].staging_entity_versions (
+	ds NVARCHAR(10) NOT NULL,
+	load_id NVARCHAR(250) NOT NULL,
+	base_ds NVARCHAR(10) NULL,
+	publish_mode NVARCHAR(16) NOT NULL,
+	reason NVARCHAR(500) NULL,
+	held_ds NVARCHAR(10) NULL,
+	references_total BIGINT NOT NULL,
+	entities_total BIGINT NOT NULL,
+	CONSTRAINT pk_staging_entity_versions PRIMARY KEY (ds)
+);
+IF OBJECT_ID(N'[washline].entity_registry_state', N'U') IS NULL
+CREATE TABLE [washline].entity_registry_state (
+	ds NVARCHAR(10) NOT NULL,
+	load_id NVARCHAR(250) NOT NULL,
+	base_ds NVARCHAR(10) NULL,
+	publish_mode NVARCHAR(16) NOT NULL,
+	reason NVARCHAR(500) NULL,
+	held_ds NVARCHAR(10) NULL,
+	references_total BIGINT NOT NULL,
+	entities_total BIGINT NOT NULL,
+	published_at DATETIME2(6) NOT NULL,
+	CONSTRAINT pk_entity_registry_state PRIMARY KEY (ds)
 );
 IF OBJECT_ID(N'[washline].entity_members', N'U') IS NULL
 CREATE TABLE [washline].entity_members (

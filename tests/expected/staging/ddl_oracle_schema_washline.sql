@@ -192,6 +192,7 @@ CREATE TABLE "WASHLINE".staging_entities (
 	first_seen_ds VARCHAR2(10 CHAR) NOT NULL,
 	last_changed_ds VARCHAR2(10 CHAR) NOT NULL,
 	golden_record VARCHAR2(4000 CHAR),
+	removed NUMBER(10) NOT NULL,
 	CONSTRAINT pk_staging_entities PRIMARY KEY (ds, entity_id)
 )';
 EXCEPTION
@@ -208,6 +209,41 @@ CREATE TABLE "WASHLINE".staging_entity_changes (
 	from_entity_ids VARCHAR2(4000 CHAR),
 	member_count NUMBER(19) NOT NULL,
 	CONSTRAINT pk_staging_entity_changes PRIMARY KEY (ds, entity_id, change)
+)';
+EXCEPTION
+  WHEN OTHERS THEN IF SQLCODE != -955 THEN RAISE; END IF;
+END;
+/
+BEGIN
+  EXECUTE IMMEDIATE '
+CREATE TABLE "WASHLINE".staging_entity_versions (
+	ds VARCHAR2(10 CHAR) NOT NULL,
+	load_id VARCHAR2(250 CHAR) NOT NULL,
+	base_ds VARCHAR2(10 CHAR),
+	publish_mode VARCHAR2(16 CHAR) NOT NULL,
+	reason VARCHAR2(500 CHAR),
+	held_ds VARCHAR2(10 CHAR),
+	references_total NUMBER(19) NOT NULL,
+	entities_total NUMBER(19) NOT NULL,
+	CONSTRAINT pk_staging_entity_versions PRIMARY KEY (ds)
+)';
+EXCEPTION
+  WHEN OTHERS THEN IF SQLCODE != -955 THEN RAISE; END IF;
+END;
+/
+BEGIN
+  EXECUTE IMMEDIATE '
+CREATE TABLE "WASHLINE".entity_registry_state (
+	ds VARCHAR2(10 CHAR) NOT NULL,
+	load_id VARCHAR2(250 CHAR) NOT NULL,
+	base_ds VARCHAR2(10 CHAR),
+	publish_mode VARCHAR2(16 CHAR) NOT NULL,
+	reason VARCHAR2(500 CHAR),
+	held_ds VARCHAR2(10 CHAR),
+	references_total NUMBER(19) NOT NULL,
+	entities_total NUMBER(19) NOT NULL,
+	published_at TIMESTAMP NOT NULL,
+	CONSTRAINT pk_entity_registry_state PRIMARY KEY (ds)
 )';
 EXCEPTION
   WHEN OTHERS THEN IF SQLCODE != -955 THEN RAISE; END IF;
