@@ -1,0 +1,172 @@
+"""Format-2 registry versions through staging and publish on real SQLite and
+PostgreSQL (versions fabricated with tests/registry_data.py): the night's delta
+is upserted when the database holds its base, the merged version is published
+in full otherwise, and both give the same published tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from registry_data import D1, D2, D3, three_nights, write_layered
+from staging_data import write_slice
+from washline.paths import RunPaths
+from washline.registry import FULL, INCREMENTAL
+from washline.staging.dialects import get_db_hook
+from washline.staging.publish import NothingToPublish, held_registry, publish_slice
+from washline.staging.load import load_slice
+from washline.tasks import registry_staging
+
+pytestmark = pytest.mark.postgres
+
+REGISTRY = ("entity_members", "entities", "entity_changes")
+
+
+def rows(conn_id, sql):
+    hook, _ = get_db_hook(conn_id)
+    return hook.get_records(sql)
+
+
+def tables(conn_id, names=REGISTRY):
+    return {t: sorted(tuple(map(str, r)) for r in rows(conn_id, f"SELECT * FROM {t}")) for t in names}
+
+
+def night(conn_id, tmp_path, lake, ds, load_id):
+    """Stage the date's slice and registry version as load_staging does, then publish."""
+    paths = RunPaths(ds, tmp_path, tmp_path / "landing")
+    assert paths.entities == lake / "entities"
+    entity_sources, version = registry_staging(paths, conn_id, None)
+    sources = write_slice(tmp_path / "spark" / load_id, ds, n=4)
+    sources.update(entity_sources)
+    load_slice(conn_id, ds, sources, load_id, registry_version=version)
+    out = publish_slice(conn_id, ds, with_entities=True)
+    assert out["registry"]["mode"] == version["publish_mode"]
+    return out
+
+
+@pytest.fixture
+def lake(tmp_path):
+    n1, n2, n3 = three_nights()
+    lake = tmp_path / "lake"
+    write_layered(lake, n1, None)
+    write_layered(lake, n2, n1)
+    write_layered(lake, n3, n2)
+    return lake
+
+
+def expected_registry(versions):
+    """What the published tables must hold after the last of ``versions``."""
+    from registry_data import _entities
+
+    last = versions[-1]
+    return {"entity_members": sorted(tuple(map(str, m)) for m in last.members),
+            "entities": sorted(tuple(map(str, e)) for e in _entities(last).values()),
+            "entity_changes": sorted(tuple(map(str, (v.ds, *c))) for v in versions for c in v.changes)}
+
+
+def test_nightly_deltas_equal_a_full_publish_of_the_same_version(staging_conn, tmp_path, lake):
+    versions = three_nights()
+    out = night(staging_conn, tmp_path, lake, D1, "run-1")
+    assert out["registry"]["mode"] == FULL and "no base version" in out["registry"]["reason"]
+    assert held_registry(staging_conn) == D1
+    for ds, load_id in ((D2, "run-2"), (D3, "run-3")):
+        out = night(staging_conn, tmp_path, lake, ds, load_id)
+        assert out["registry"]["mode"] == INCREMENTAL, out["registry"]
+    assert out["registry"]["reason"] == "the database holds the night's base ds=2025-01-02"
+    # the delta staged: night 3 changed 3 members and 4 entities, not the whole version
+    assert rows(staging_conn, "SELECT COUNT(*) FROM staging_entity_members WHERE ds = '2025-01-03'") == [(3,)]
+    incremental = tables(staging_conn)
+    assert incremental == {**expected_registry(versions), "entity_changes": incremental["entity_changes"]}
+    assert incremental["entity_changes"] == expected_registry(versions)["entity_changes"]
+    state = rows(staging_conn, "SELECT ds, base_ds, publish_mode, held_ds, references_total, entities_total "
+                               "FROM entity_registry_state")
+    assert state == [(D3, D2, INCREMENTAL, D2, 11, 6)]
+
+    # the same version published in full into an empty database: identical tables
+    other = tmp_path / "other"
+    other.mkdir()
+    hook, dialect = get_db_hook(staging_conn)
+    for t in (*REGISTRY, "entity_registry_state"):
+        hook.run(f"DELETE FROM {t}")
+    for ds in (D1, D2):  # the change rows of earlier nights are history a full publish keeps
+        hook.run(f"INSERT INTO entity_changes VALUES ('{ds}', 'E0', 'new', NULL, 1)")
+    moved = lake.rename(other / "lake")  # a fresh run folder, the same lake
+    out = night(staging_conn, other, moved, D3, "run-full")
+    assert out["registry"]["mode"] == FULL and "records no published registry version" in out["registry"]["reason"]
+    full = tables(staging_conn)
+    assert full["entity_members"] == incremental["entity_members"]
+    assert full["entities"] == incremental["entities"]
+    assert [r for r in full["entity_changes"] if r[0] == D3] == [r for r in incremental["entity_changes"] if r[0] == D3]
+
+
+def test_removed_entities_are_deleted(staging_conn, tmp_path, lake):
+    n1, n2, _ = three_nights()
+    night(staging_conn, tmp_path, lake, D1, "run-1")
+    before = {r[0] for r in rows(staging_conn, "SELECT entity_id FROM entities")}
+    night(staging_conn, tmp_path, lake, D2, "run-2")
+    after = {r[0] for r in rows(staging_conn, "SELECT entity_id FROM entities")}
+    merged_away = {e for e in before if e not in {m[2] for m in n2.members}}
+    assert len(merged_away) == 1 and not merged_away & after
+    assert rows(staging_conn, "SELECT COUNT(*) FROM staging_entities WHERE ds = '2025-01-02' AND removed = 1") == [(1,)]
+    # no member points at an entity that is gone
+    assert rows(staging_conn, "SELECT COUNT(*) FROM entity_members m WHERE NOT EXISTS "
+                              "(SELECT 1 FROM entities e WHERE e.entity_id = m.entity_id)") == [(0,)]
+
+
+def test_a_rerun_of_a_published_night_publishes_in_full_and_changes_nothing(staging_conn, tmp_path, lake):
+    n1, n2, n3 = three_nights()
+    for ds, load_id in ((D1, "run-1"), (D2, "run-2"), (D3, "run-3")):
+        night(staging_conn, tmp_path, lake, ds, load_id)
+    before = tables(staging_conn)
+    # the link job writes night 3 again over the same base (new layer ids, same content)
+    write_layered(lake, n3, n2)
+    out = night(staging_conn, tmp_path, lake, D3, "run-3-again")
+    assert out["registry"]["mode"] == FULL and "already holds ds=2025-01-03" in out["registry"]["reason"]
+    assert tables(staging_conn) == before
+    # and once more: the rerun's record names the same version, so again in full, again identical
+    out = night(staging_conn, tmp_path, lake, D3, "run-3-third")
+    assert out["registry"]["mode"] == FULL and tables(staging_conn) == before
+
+
+def test_a_database_not_at_the_base_gets_the_whole_version(staging_conn, tmp_path, lake):
+    n1, n2, n3 = three_nights()
+    night(staging_conn, tmp_path, lake, D1, "run-1")
+    # night 2 never reached this database; night 3's base is night 2
+    out = night(staging_conn, tmp_path, lake, D3, "run-3")
+    assert out["registry"]["mode"] == FULL
+    assert out["registry"]["reason"] == "the database holds ds=2025-01-01, not the night's base ds=2025-01-02"
+    assert tables(staging_conn) == {**expected_registry([n1, n2, n3]),
+                                    "entity_changes": sorted(tuple(map(str, (v.ds, *c)))
+                                                             for v in (n1, n3) for c in v.changes)}
+    # a rollback of the lake: night 2 is published again after night 3 (its base night 1 is not held)
+    out = night(staging_conn, tmp_path, lake, D2, "run-2")
+    assert out["registry"]["mode"] == FULL
+    assert tables(staging_conn) == expected_registry([n1, n2])  # night 3's change rows belong to no published version
+    assert held_registry(staging_conn) == D2
+
+
+def test_a_delta_whose_base_moved_since_the_load_is_not_published(staging_conn, tmp_path, lake):
+    night(staging_conn, tmp_path, lake, D1, "run-1")
+    paths = RunPaths(D2, tmp_path, tmp_path / "landing")
+    entity_sources, version = registry_staging(paths, staging_conn, None)
+    assert version["publish_mode"] == INCREMENTAL
+    sources = {**write_slice(tmp_path / "spark2", D2, n=4), **entity_sources}
+    load_slice(staging_conn, D2, sources, "run-2", registry_version=version)
+    hook, _ = get_db_hook(staging_conn)
+    hook.run("UPDATE entity_registry_state SET ds = '2024-12-31'")  # another publish moved the database
+    before = tables(staging_conn, (*REGISTRY, "published_records"))
+    with pytest.raises(NothingToPublish, match="applies to ds=2025-01-01, but the database now holds ds=2024-12-31"):
+        publish_slice(staging_conn, D2, with_entities=True)
+    assert tables(staging_conn, (*REGISTRY, "published_records")) == before
+
+
+def test_totals_that_do_not_reconcile_roll_the_publish_back(staging_conn, tmp_path, lake):
+    night(staging_conn, tmp_path, lake, D1, "run-1")
+    paths = RunPaths(D2, tmp_path, tmp_path / "landing")
+    entity_sources, version = registry_staging(paths, staging_conn, None)
+    version["entities_total"] += 1  # the manifest says one more entity than the delta produces
+    sources = {**write_slice(tmp_path / "spark2", D2, n=4), **entity_sources}
+    load_slice(staging_conn, D2, sources, "run-2", registry_version=version)
+    before = tables(staging_conn, (*REGISTRY, "published_records", "entity_registry_state"))
+    with pytest.raises(RuntimeError, match="does not reconcile .* entities holds 4 rows, the version has 5"):
+        publish_slice(staging_conn, D2, with_entities=True)
+    assert tables(staging_conn, (*REGISTRY, "published_records", "entity_registry_state")) == before
