@@ -1,7 +1,8 @@
-"""GX on the staged registry version, on real SQLite and PostgreSQL:
-the new state reconciles with _COMPLETE.json, every member is in exactly one
-existing entity, no published entity id vanishes without a merge or split row,
-and the joined share / singleton share are measured as warnings only."""
+"""GX on the staged registry version, on real SQLite and PostgreSQL: the totals
+after publish reconcile with _COMPLETE.json (for a full publish of a format-1
+version and for an incremental one of a format-2 delta), every member is in
+exactly one existing entity, no published entity id vanishes without a merge or
+split row, and the joined share / singleton share are measured as warnings only."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from registry_data import D1, D2, two_nights, write_version
+from registry_data import D1, D2, D3, three_nights, two_nights, write_layered, write_version
 from staging_data import write_slice
 from washline.paths import RunPaths
 from washline.quality import runner
-from washline.registry import version_sources
+from washline.tasks import registry_staging
 from washline.staging.dialects import get_db_hook
 from washline.staging.load import load_slice
 from washline.staging.publish import publish_slice
@@ -33,9 +34,16 @@ def execute(conn_id, *statements):
 
 def stage(conn_id, tmp_path, version, n, load_id=None):
     write_version(tmp_path / "lake", version)
-    sources = write_slice(tmp_path / "spark", version.ds, n=n)
-    sources.update(version_sources(RunPaths(version.ds, tmp_path, tmp_path / "landing")))
-    load_slice(conn_id, version.ds, sources, load_id or f"run-{version.ds}")
+    stage_lake(conn_id, tmp_path, version.ds, n, load_id)
+
+
+def stage_lake(conn_id, tmp_path, ds, n, load_id=None, **version_overrides):
+    """Stage the date's slice and its registry version in tmp_path/lake as load_staging does."""
+    sources = write_slice(tmp_path / "spark", ds, n=n)
+    entity_sources, version = registry_staging(RunPaths(ds, tmp_path, tmp_path / "landing"), conn_id, None)
+    sources.update(entity_sources)
+    load_slice(conn_id, ds, sources, load_id or f"run-{ds}", registry_version={**version, **version_overrides})
+    return version
 
 
 @pytest.fixture
@@ -72,7 +80,8 @@ def test_clean_registry_night_passes(night2_staged, tmp_path):
     assert set(summary["suites"]) == {*runner.SUITE_NAMES, *runner.REGISTRY_SUITE_NAMES}
     share = row(summary, "staging_entity_members", "expect_column_mean_to_be_between", "joined_existing")
     assert share["severity"] == "warning" and share["observed_value"] == pytest.approx(0.75)
-    assert row(summary, "staging_entities", "expect_column_sum_to_be_between", "member_count")["observed_value"] == 10
+    totals = row(summary, "entity_reconciliation", "expect_column_values_to_be_between", "members_after")
+    assert totals["status"] == "PASS" and totals["element_count"] == 1
     assert row(summary, "entity_continuity", "expect_column_values_to_be_null", "vanished_id")["element_count"] == 4
     # without a registry version only the slice suites run
     plain = runner.validate_slice(conn_id, D2, 4, tmp_path / "docs-plain", expected_link_rows=4,
@@ -136,7 +145,7 @@ def test_orphan_member_and_count_mismatches_are_caught(night2_staged, tmp_path):
     assert failing(summary) == {
         ("staging_entity_members", "expect_column_values_to_not_be_null", "entity_in_entities"),
         ("staging_entity_members", "expect_column_sum_to_be_between", "new_reference"),  # 4 new, not 5
-        ("staging_entities", "expect_table_row_count_to_equal", None),  # 4 entities, not 5
+        ("entity_reconciliation", "expect_column_values_to_be_between", "entities_after"),  # 4 entities, not 5
         ("staging_entities", "expect_column_pair_values_to_be_equal", "member_count,counted_members"),
     }, runner.format_table(summary)
     assert summary["status"] == "FAIL" and summary["blocks_publish"]
@@ -176,3 +185,57 @@ def test_first_night_and_a_night_without_new_references(staging_conn, tmp_path, 
     stage(staging_conn, tmp_path / "again", again, 6)
     summary = validate(staging_conn, tmp_path / "again", again.complete(), ds=D2, n=6)
     assert not summary["blocks_publish"], runner.format_table(summary)
+
+
+@pytest.fixture
+def night3_staged(staging_conn, tmp_path):
+    """Format-2 nights 1 and 2 published (full, then incremental), night 3's delta staged."""
+    n1, n2, n3 = three_nights()
+    lake = tmp_path / "lake"
+    write_layered(lake, n1, None)
+    write_layered(lake, n2, n1)
+    write_layered(lake, n3, n2)
+    for ds in (D1, D2):
+        stage_lake(staging_conn, tmp_path, ds, 4)
+        publish_slice(staging_conn, ds, with_entities=True)
+    assert stage_lake(staging_conn, tmp_path, D3, 4)["publish_mode"] == "incremental"
+    return staging_conn, n3
+
+
+def test_incremental_night_passes_on_its_delta(night3_staged, tmp_path):
+    conn_id, n3 = night3_staged
+    summary = runner.validate_slice(conn_id, D3, 4, tmp_path / "docs", expected_link_rows=4,
+                                    expected_cluster_rows=2, registry=n3.complete())
+    assert not summary["blocks_publish"], runner.format_table(summary)
+    assert not failing(summary) - {("staging_clusters", "expect_column_pair_values_to_be_equal",
+                                    "cluster_size,linked_records")}, runner.format_table(summary)
+    # the delta: 3 members and 4 entities staged, checked against the whole state after publish
+    assert row(summary, "staging_entity_members", "expect_column_values_to_not_be_null",
+               "entity_in_entities")["element_count"] == 3
+    counted = row(summary, "staging_entities", "expect_column_pair_values_to_be_equal", "member_count,counted_members")
+    assert counted["status"] == "PASS" and counted["element_count"] == 4
+    assert row(summary, "entity_continuity", "expect_column_values_to_be_null", "vanished_id")["status"] == "PASS"
+
+
+def test_failed_reconciliation_blocks_publish(staging_conn, tmp_path, request):
+    """The manifest says one entity more than the published entities plus the
+    night's new minus its removed: the reconciliation fails and blocks publish,
+    and the publish itself refuses the same totals."""
+    n1, n2, _ = three_nights()
+    lake = tmp_path / "lake"
+    write_layered(lake, n1, None)
+    write_layered(lake, n2, n1)
+    stage_lake(staging_conn, tmp_path, D1, 4)
+    publish_slice(staging_conn, D1, with_entities=True)
+    complete = dict(n2.complete(), entities_total=n2.complete()["entities_total"] + 1)
+    stage_lake(staging_conn, tmp_path, D2, 4, entities_total=complete["entities_total"])
+    summary = runner.validate_slice(staging_conn, D2, 4, tmp_path / "docs", expected_link_rows=4,
+                                    expected_cluster_rows=2, registry=complete)
+    hit = row(summary, "entity_reconciliation", "expect_column_values_to_be_between", "entities_after")
+    assert hit["status"] == "FAIL" and hit["unexpected_count"] == 1, runner.format_table(summary)
+    assert summary["blocks_publish"] and summary["status"] == "FAIL"
+    assert ("entity_reconciliation", "expect_column_values_to_be_between", "members_after") not in failing(summary)
+    with pytest.raises(RuntimeError, match="does not reconcile"):
+        publish_slice(staging_conn, D2, with_entities=True)
+    hook, _ = get_db_hook(staging_conn)
+    assert hook.get_records("SELECT ds FROM entity_registry_state") == [(D1,)]

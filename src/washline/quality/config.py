@@ -21,10 +21,11 @@ from washline.paths import REPO_ROOT
 SUITES_DIR = REPO_ROOT / "include" / "gx"
 CONFIG_FILE = "quality.yaml"
 SUITE_NAMES = ("staging_records", "staging_links", "staging_clusters")
-#: Suites of the entity registry, run on a registry night only: the
-#: staged new state of the date and its continuity with the published entities.
+#: Suites of the entity registry, run on a registry night only: what the night
+#: staged (its delta or the merged version), its continuity with the published
+#: entities, and the reconciliation of the totals after publish with the manifest.
 REGISTRY_SUITE_NAMES = ("staging_entity_members", "staging_entities", "staging_entity_changes",
-                        "entity_continuity")
+                        "entity_continuity", "entity_reconciliation")
 DEFAULT_KEEP_RUNS = 5
 
 

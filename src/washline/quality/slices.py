@@ -57,65 +57,89 @@ SLICE_QUERIES = {
     # Each cluster with the number of references it holds and a 0/1 singleton
     # flag. Linked in isolation, that is the night's link rows naming it; with
     # the entity registry a cluster is an entity and its cluster_size counts
-    # every member up to ds, so it is reconciled with the staged members of the
-    # version (staging_entity_members of ds, empty without the registry).
+    # every member up to ds, so it is reconciled with the members the entity
+    # has after publish ({state_members}: the staged members, plus on an
+    # incremental publish the published members the night did not restage).
     "staging_clusters": (
         "SELECT c.ds AS ds, c.cluster_id AS cluster_id, c.cluster_size AS cluster_size, "
-        "COALESCE(m.members, l.linked_records, 0) AS linked_records, "
+        "COALESCE(m.members + COALESCE(p.members, 0), l.linked_records, 0) AS linked_records, "
         "CASE WHEN c.cluster_size = 1 THEN 1 ELSE 0 END AS singleton "
         "FROM {clusters} c LEFT JOIN ("
         "SELECT cluster_id, COUNT(*) AS linked_records FROM {links} WHERE ds = '{ds}' "
         "GROUP BY cluster_id) l ON l.cluster_id = c.cluster_id "
         "LEFT JOIN (SELECT entity_id, COUNT(*) AS members FROM {members} WHERE ds = '{ds}' "
         "GROUP BY entity_id) m ON m.entity_id = c.cluster_id "
+        "LEFT JOIN ({kept_members} AND pm.entity_id IN (SELECT cluster_id FROM {clusters} WHERE ds = '{ds}') "
+        "GROUP BY pm.entity_id) p ON p.entity_id = c.cluster_id "
         "WHERE c.ds = '{ds}'"
     ),
-    # Entity registry. Each staged member with its entity looked up in the
-    # staged entities (NULL = orphan), a 0/1 flag "first seen this night", and
-    # for those, 0/1 "joined an entity that existed before" (NULL otherwise, so
-    # the column's mean is the share of the night's new references that joined).
+    # Entity registry. What is staged is what the night publishes: its delta (an
+    # incremental publish: the members it added or changed, the entities it
+    # created, changed or removed, ``removed`` = 1) or the merged version (a full
+    # publish); ``staging_entity_versions`` says which. The published tables
+    # complete a delta. Each staged member with its entity looked up in the
+    # state after publish (NULL = orphan: not a live staged entity, nor on an
+    # incremental publish a published entity the night left alone), a 0/1 flag
+    # "first seen this night", and for those, 0/1 "joined an entity that existed
+    # before" (NULL otherwise, so the column's mean is the share of the night's
+    # new references that joined).
     "staging_entity_members": (
         "SELECT m.ds AS ds, m.source AS source, m.record_id AS record_id, m.entity_id AS entity_id, "
         "m.first_seen_ds AS first_seen_ds, m.last_changed_ds AS last_changed_ds, "
-        "e.entity_id AS entity_in_entities, "
+        "CASE WHEN e.removed = 0 THEN m.entity_id WHEN e.entity_id IS NULL AND {incremental} AND EXISTS "
+        "(SELECT 1 FROM {published_entities} p WHERE p.entity_id = m.entity_id) THEN m.entity_id "
+        "END AS entity_in_entities, "
         "CASE WHEN m.first_seen_ds = '{ds}' THEN 1 ELSE 0 END AS new_reference, "
         "CASE WHEN m.first_seen_ds = '{ds}' THEN "
         "CASE WHEN e.first_seen_ds < '{ds}' THEN 1 ELSE 0 END END AS joined_existing "
         "FROM {members} m LEFT JOIN ("
-        "SELECT entity_id, first_seen_ds FROM {entities} WHERE ds = '{ds}') e ON e.entity_id = m.entity_id "
+        "SELECT entity_id, first_seen_ds, removed FROM {entities} WHERE ds = '{ds}') e ON e.entity_id = m.entity_id "
         "WHERE m.ds = '{ds}'"
     ),
-    # Each staged entity with the number of staged members naming it.
+    # Each staged entity with the members naming it after publish (staged ones,
+    # plus on an incremental publish the published ones not restaged), its
+    # member_count when live (NULL when removed) and a 0/1 flag for a removed
+    # row that still carries members or a golden record.
     "staging_entities": (
-        "SELECT e.ds AS ds, e.entity_id AS entity_id, e.member_count AS member_count, "
+        "SELECT e.ds AS ds, e.entity_id AS entity_id, e.member_count AS member_count, e.removed AS removed, "
         "e.first_seen_ds AS first_seen_ds, e.last_changed_ds AS last_changed_ds, "
-        "COALESCE(m.members, 0) AS counted_members "
+        "CASE WHEN e.removed = 1 THEN NULL ELSE e.member_count END AS live_member_count, "
+        "CASE WHEN e.removed = 1 AND (e.member_count <> 0 OR e.golden_record IS NOT NULL) THEN 1 ELSE 0 END "
+        "AS bad_removed, "
+        "COALESCE(m.members, 0) + COALESCE(p.members, 0) AS counted_members "
         "FROM {entities} e LEFT JOIN ("
         "SELECT entity_id, COUNT(*) AS members FROM {members} WHERE ds = '{ds}' GROUP BY entity_id) m "
         "ON m.entity_id = e.entity_id "
+        "LEFT JOIN ({kept_members} AND pm.entity_id IN (SELECT entity_id FROM {entities} WHERE ds = '{ds}') "
+        "GROUP BY pm.entity_id) p ON p.entity_id = e.entity_id "
         "WHERE e.ds = '{ds}'"
     ),
-    # Each of the night's change rows with its entity looked up in the staged
-    # state, and a 0/1 flag for a merge/split that names no source entity.
+    # Each of the night's change rows with its entity looked up among the live
+    # staged entities (a changed entity is always in the night's delta), and a
+    # 0/1 flag for a merge/split that names no source entity.
     "staging_entity_changes": (
         "SELECT c.ds AS ds, c.entity_id AS entity_id, c.change AS change, c.member_count AS member_count, "
         "e.entity_id AS entity_in_entities, "
         "CASE WHEN c.change IN ('merge', 'split') AND (c.from_entity_ids IS NULL OR c.from_entity_ids = '') "
         "THEN 1 ELSE 0 END AS missing_sources "
-        "FROM {changes} c LEFT JOIN (SELECT entity_id FROM {entities} WHERE ds = '{ds}') e "
+        "FROM {changes} c LEFT JOIN (SELECT entity_id FROM {entities} WHERE ds = '{ds}' AND removed = 0) e "
         "ON e.entity_id = c.entity_id "
         "WHERE c.ds = '{ds}'"
     ),
     # Each PUBLISHED entity of the state the night linked against: vanished_id
-    # is its id when it is neither in the staged state nor named by a merge or
-    # split row of the night, else NULL. On a rerun of the latest published
-    # date the published state is that date's earlier result, so the ids that
-    # result minted (a published change row of the date: ``new``, or a
-    # ``split`` part that is not its own source) are left out: they were not
-    # in the predecessor's state, and a rerun may mint others.
+    # is its id when it is gone after publish (no live staged row, and not left
+    # alone by an incremental publish) and not named by a merge or split row of
+    # the night, else NULL. On a rerun of the latest published date the
+    # published state is that date's earlier result, so the ids that result
+    # minted (a published change row of the date: ``new``, or a ``split`` part
+    # that is not its own source) are left out: they were not in the
+    # predecessor's state, and a rerun may mint others.
     "entity_continuity": (
         "SELECT p.entity_id AS entity_id, "
-        "CASE WHEN EXISTS (SELECT 1 FROM {entities} s WHERE s.ds = '{ds}' AND s.entity_id = p.entity_id) "
+        "CASE WHEN EXISTS (SELECT 1 FROM {entities} s WHERE s.ds = '{ds}' AND s.entity_id = p.entity_id "
+        "AND s.removed = 0) "
+        "OR ({incremental} AND NOT EXISTS (SELECT 1 FROM {entities} s WHERE s.ds = '{ds}' "
+        "AND s.entity_id = p.entity_id)) "
         "OR EXISTS (SELECT 1 FROM {changes} c WHERE c.ds = '{ds}' AND c.change IN ('merge', 'split') "
         "AND ',' {cat} c.from_entity_ids {cat} ',' LIKE '%,' {cat} p.entity_id {cat} ',%') "
         "THEN NULL ELSE p.entity_id END AS vanished_id "
@@ -123,6 +147,32 @@ SLICE_QUERIES = {
         "WHERE NOT EXISTS (SELECT 1 FROM {published_changes} m WHERE m.ds = '{ds}' "
         "AND m.entity_id = p.entity_id AND (m.change = 'new' OR (m.change = 'split' "
         "AND ',' {cat} COALESCE(m.from_entity_ids, '') {cat} ',' NOT LIKE '%,' {cat} p.entity_id {cat} ',%')))"
+    ),
+    # One row: the registry's totals before and after the publish the night
+    # staged. Incremental: before = the published tables, new = staged live
+    # entities / members the published tables lack, removed = staged removed
+    # rows of published entities. Full: before = 0 and everything staged is new.
+    # entities_after / members_after must equal the manifest's entities_total /
+    # references_total (no row = the version row is missing).
+    "entity_reconciliation": (
+        "SELECT r.ds AS ds, r.publish_mode AS publish_mode, r.entities_before AS entities_before, "
+        "r.entities_new AS entities_new, r.entities_removed AS entities_removed, "
+        "r.entities_before + r.entities_new - r.entities_removed AS entities_after, "
+        "r.members_before AS members_before, r.members_new AS members_new, "
+        "r.members_before + r.members_new AS members_after "
+        "FROM (SELECT v.ds AS ds, v.publish_mode AS publish_mode, "
+        "CASE WHEN v.publish_mode = 'incremental' THEN (SELECT COUNT(*) FROM {published_entities}) ELSE 0 END "
+        "AS entities_before, "
+        "(SELECT COUNT(*) FROM {entities} s WHERE s.ds = v.ds AND s.removed = 0 AND (v.publish_mode <> 'incremental' "
+        "OR NOT EXISTS (SELECT 1 FROM {published_entities} p WHERE p.entity_id = s.entity_id))) AS entities_new, "
+        "(SELECT COUNT(*) FROM {entities} s WHERE s.ds = v.ds AND s.removed = 1 AND v.publish_mode = 'incremental' "
+        "AND EXISTS (SELECT 1 FROM {published_entities} p WHERE p.entity_id = s.entity_id)) AS entities_removed, "
+        "CASE WHEN v.publish_mode = 'incremental' THEN (SELECT COUNT(*) FROM {published_members}) ELSE 0 END "
+        "AS members_before, "
+        "(SELECT COUNT(*) FROM {members} s WHERE s.ds = v.ds AND (v.publish_mode <> 'incremental' "
+        "OR NOT EXISTS (SELECT 1 FROM {published_members} p WHERE p.source = s.source "
+        "AND p.record_id = s.record_id))) AS members_new "
+        "FROM {versions} v WHERE v.ds = '{ds}') r"
     ),
 }
 
@@ -143,8 +193,18 @@ def query_for(suite: str, ds: str, dialect: str, schema: str | None = None) -> s
     validate_ds(ds)
     if suite not in SLICE_QUERIES:
         raise ValueError(f"no slice query for suite {suite!r}; known: {sorted(SLICE_QUERIES)}")
+    versions = qualify("staging_entity_versions", dialect, schema)
+    incremental = (f"EXISTS (SELECT 1 FROM {versions} v WHERE v.ds = '{ds}' "
+                   "AND v.publish_mode = 'incremental')")
+    members = qualify("staging_entity_members", dialect, schema)
+    published_members = qualify("entity_members", dialect, schema)
+    # the published members an incremental publish keeps as they are (not restaged), per entity
+    kept_members = (f"SELECT pm.entity_id AS entity_id, COUNT(*) AS members FROM {published_members} pm "
+                    f"WHERE {incremental} AND NOT EXISTS (SELECT 1 FROM {members} sm WHERE sm.ds = '{ds}' "
+                    "AND sm.source = pm.source AND sm.record_id = pm.record_id)")
     return SLICE_QUERIES[suite].format(
-        ds=ds, dob=DATE_TEXT.get(dialect, "r.date_of_birth"), cat=CONCAT.get(dialect, "||"),
+        ds=ds, versions=versions, incremental=incremental, kept_members=kept_members,
+        published_members=published_members, dob=DATE_TEXT.get(dialect, "r.date_of_birth"), cat=CONCAT.get(dialect, "||"),
         records=qualify("staging_records", dialect, schema), links=qualify("staging_links", dialect, schema),
         clusters=qualify("staging_clusters", dialect, schema),
         members=qualify("staging_entity_members", dialect, schema),
