@@ -22,9 +22,11 @@ Inputs (all of the night, read only when this run's link task succeeded):
 ``lake/linked/<ds>/pairs/`` (Parquet: ``source_a, record_id_a, source_b,
 record_id_b, score, iteration, accepted, agreeing, conflicting``),
 ``metrics.json`` (mu per iteration), the references' fields from the registry
-version ``lake/entities/ds=<ds>/members/`` (``attributes``) or, without the
-registry, ``lake/curated/<ds>/``; the merges from ``…/changes/`` with the
-base version's members to tell which side each reference came from.
+version's members (``attributes``) or, without the registry,
+``lake/curated/<ds>/``; the merges from the version's change rows with the
+base version's members to tell which side each reference came from. The
+registry is read through :mod:`washline.registry`, so a format-1 version
+(whole folders) and a format-2 one (delta layers) read alike.
 """
 
 from __future__ import annotations
@@ -153,6 +155,27 @@ def closest_to_mu(pairs: list[dict[str, Any]], mus: Mapping[int, float], limit: 
     return above[:limit], below[:limit]
 
 
+def _members(entities: Path, ds: str | None, keys: set[tuple[str, str]], columns: list[str]) -> list[dict[str, Any]]:
+    """The members of registry version ``ds`` among ``keys`` ((source, record_id)),
+    read through :func:`washline.registry.read_part` (format 1 or 2, newest layer
+    wins; the record ids are pushed into every layer as a key filter). Empty when
+    there is no such complete version (logged)."""
+    import pyarrow.compute as pc
+
+    from washline.registry import RegistryVersionError, read_part
+
+    ids = sorted({r for _, r in keys})
+    if not ds or not ids:
+        return []
+    try:
+        table = read_part(entities, ds, "members", columns=["source", "record_id", *columns],
+                          key_filter=pc.field("record_id").isin(ids))
+    except RegistryVersionError as exc:
+        log.warning("review: registry version ds=%s not readable: %s", ds, exc)
+        return []
+    return [row for row in table.to_pylist() if (row["source"], row["record_id"]) in keys]
+
+
 def _refs_fields(paths: RunPaths, keys: set[tuple[str, str]], registry: bool) -> dict[tuple[str, str], list]:
     """(source, record_id) → [(field, value), …] for the references in ``keys``:
     from the registry version's members (``attributes``), else (and for any
@@ -164,13 +187,10 @@ def _refs_fields(paths: RunPaths, keys: set[tuple[str, str]], registry: bool) ->
     ids = sorted({r for _, r in keys})
     if not ids:
         return found
-    if registry and (paths.registry_version / "members").is_dir():
-        ds_ = pads.dataset(str(paths.registry_version / "members"), format="parquet")
-        table = ds_.to_table(columns=["source", "record_id", "attributes"], filter=pc.field("record_id").isin(ids))
-        for row in table.to_pylist():
-            key = (row["source"], row["record_id"])
-            if key in keys:
-                found[key] = [(k, v) for k, v in (row["attributes"] or []) if v not in (None, "")]
+    if registry:
+        for row in _members(paths.entities, paths.ds, keys, ["attributes"]):
+            found[(row["source"], row["record_id"])] = [(k, v) for k, v in (row["attributes"] or [])
+                                                        if v not in (None, "")]
     if len(found) < len(keys) and paths.curated.is_dir():
         ds_ = pads.dataset(str(paths.curated), format="parquet")
         table = ds_.to_table(filter=pc.field("record_id").isin(ids))
@@ -184,30 +204,31 @@ def _refs_fields(paths: RunPaths, keys: set[tuple[str, str]], registry: bool) ->
 def _merges(paths: RunPaths, summary: Mapping[str, Any], accepted: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The night's merges: ``entity_id``, ``from`` (the merged entity ids),
     ``member_count`` and ``pairs``: the accepted pairs inside the entity whose
-    two references came from different sides (a merged entity, or new tonight)."""
+    two references came from different sides (a merged entity, or new tonight).
+    The night's change rows, its members and the base version's come through
+    :mod:`washline.registry` (format 1 or 2)."""
     import pyarrow.compute as pc
-    import pyarrow.dataset as pads
 
-    changes_dir = paths.registry_version / "changes"
-    if not changes_dir.is_dir():
+    from washline.registry import RegistryVersionError, read_part
+
+    try:
+        changes = read_part(paths.entities, paths.ds, "changes",
+                            columns=["entity_id", "change", "from_entity_ids", "member_count"])
+    except RegistryVersionError as exc:
+        log.warning("review: no change rows of ds=%s: %s", paths.ds, exc)
         return []
-    changes = pads.dataset(str(changes_dir), format="parquet").to_table(
-        columns=["entity_id", "change", "from_entity_ids", "member_count"], filter=pc.field("change") == "merge")
+    changes = changes.filter(pc.equal(changes.column("change"), "merge"))
     merges = sorted(changes.to_pylist(), key=lambda m: (-(m["member_count"] or 0), m["entity_id"]))[:MAX_MERGES]
     if not merges:
         return []
     wanted = {m["entity_id"] for m in merges}
-    members = pads.dataset(str(paths.registry_version / "members"), format="parquet").to_table(
-        columns=["source", "record_id", "entity_id"], filter=pc.field("entity_id").isin(sorted(wanted))).to_pylist()
-    entity_of = {(m["source"], m["record_id"]): m["entity_id"] for m in members}
+    # the references of the accepted pairs: a key filter, so the newest row of each is found in any layer
+    refs = {(p["source_a"], p["record_id_a"]) for p in accepted} | {(p["source_b"], p["record_id_b"]) for p in accepted}
+    entity_of = {(m["source"], m["record_id"]): m["entity_id"]
+                 for m in _members(paths.entities, paths.ds, refs, ["entity_id"]) if m["entity_id"] in wanted}
     base_ds = (summary.get("registry") or {}).get("base_ds")
-    origin: dict[tuple[str, str], str] = {}
-    base_members = paths.entities / f"ds={base_ds}" / "members"
-    if base_ds and base_members.is_dir():
-        ids = sorted({r for _, r in entity_of})
-        for m in pads.dataset(str(base_members), format="parquet").to_table(
-                columns=["source", "record_id", "entity_id"], filter=pc.field("record_id").isin(ids)).to_pylist():
-            origin[(m["source"], m["record_id"])] = m["entity_id"]
+    origin = {(m["source"], m["record_id"]): m["entity_id"]
+              for m in _members(paths.entities, base_ds, set(entity_of), ["entity_id"])}
     by_entity: dict[str, list] = {e: [] for e in wanted}
     for p in accepted:
         a, b = (p["source_a"], p["record_id_a"]), (p["source_b"], p["record_id_b"])

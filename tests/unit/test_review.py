@@ -12,7 +12,7 @@ import json
 import pytest
 
 from browser import CHROMIUM, Chromium
-from registry_data import D1, D2, two_nights, write_version
+from registry_data import D1, D2, two_nights, write_layered, write_version
 from report_lake import published_night, write_parquet
 from washline.paths import RunPaths
 from washline.report import build_summary
@@ -80,14 +80,19 @@ def test_review_page_of_a_failed_night_says_why_it_has_no_pairs(tmp_path):
     assert "No pairs to review: the link task did not succeed in this run." in text
 
 
-def registry_night(tmp_path):
-    """Night 2 of registry_data.two_nights (a5 and a6 merged through b2), with its pairs."""
+def registry_night(tmp_path, layered=False):
+    """Night 2 of registry_data.two_nights (a5 and a6 merged through b2), with its
+    pairs; ``layered``: the lake in format 2 (night 2's delta over night 1's layers)."""
     import pyarrow as pa
 
     n1, n2 = two_nights()
     lake = tmp_path / "lake"
-    write_version(lake, n1)
-    write_version(lake, n2)
+    if layered:
+        write_layered(lake, n1, None)
+        write_layered(lake, n2, n1)
+    else:
+        write_version(lake, n1)
+        write_version(lake, n2)
     paths = RunPaths.for_run(D2, root=tmp_path)
     paths.linked.mkdir(parents=True)
     paths.link_metrics.write_text(json.dumps({"ds": D2, "iterations": [{"iteration": 1, "mu": 0.5}]}))
@@ -106,8 +111,9 @@ def registry_night(tmp_path):
     return paths, summary, n2
 
 
-def test_the_night_s_merges_show_the_links_that_joined_the_two_sides(tmp_path):
-    paths, summary, n2 = registry_night(tmp_path)
+@pytest.mark.parametrize("layered", [False, True], ids=["format1", "format2"])
+def test_the_night_s_merges_show_the_links_that_joined_the_two_sides(tmp_path, layered):
+    paths, summary, n2 = registry_night(tmp_path, layered)
     data = review_data(paths, summary)
     (merge,) = data["merges"]
     survivor = next(c for c in n2.changes if c[1] == "merge")
@@ -116,6 +122,9 @@ def test_the_night_s_merges_show_the_links_that_joined_the_two_sides(tmp_path):
     assert joined == [("a5", "b2"), ("a6", "b2")]  # weakest first; b2-b4 (both new tonight) did not bridge
     fields = {n: (a, b) for n, a, b in merge["pairs"][0]["fields"]}
     assert fields["given_name"] == ([("A5", "conflict")], [("B2", "conflict")])  # from the registry's members
+    # a1 is in night 1's layer only (unchanged on night 2): still read from the registry, not the curated files
+    (a1_b1,) = [p for p in data["sections"][0]["pairs"] + data["sections"][1]["pairs"] if p["record_id_a"] == "a1"]
+    assert dict((n, a) for n, a, _ in a1_b1["fields"])["given_name"] == [("A1", "conflict")]
 
 
 # ---------------------------------------------------------------------------
