@@ -170,3 +170,15 @@ def test_totals_that_do_not_reconcile_roll_the_publish_back(staging_conn, tmp_pa
     with pytest.raises(RuntimeError, match="does not reconcile .* entities holds 4 rows, the version has 5"):
         publish_slice(staging_conn, D2, with_entities=True)
     assert tables(staging_conn, (*REGISTRY, "published_records", "entity_registry_state")) == before
+
+
+def test_an_older_staging_entities_table_gets_the_removed_flag(staging_conn, tmp_path, lake):
+    hook, dialect = get_db_hook(staging_conn)
+    hook.run("DROP TABLE IF EXISTS staging_entities")
+    hook.run("CREATE TABLE staging_entities (ds VARCHAR(10) NOT NULL, load_id VARCHAR(250) NOT NULL, "
+             "entity_id VARCHAR(32) NOT NULL, member_count BIGINT NOT NULL, first_seen_ds VARCHAR(10) NOT NULL, "
+             "last_changed_ds VARCHAR(10) NOT NULL, golden_record VARCHAR(4000), PRIMARY KEY (ds, entity_id))")
+    hook.run("INSERT INTO staging_entities VALUES ('2024-12-31', 'old', 'E0', 1, '2024-12-31', '2024-12-31', NULL)")
+    night(staging_conn, tmp_path, lake, D1, "run-1")
+    night(staging_conn, tmp_path, lake, D2, "run-2")
+    assert rows(staging_conn, "SELECT COUNT(*) FROM staging_entities WHERE ds = '2025-01-02' AND removed = 1") == [(1,)]

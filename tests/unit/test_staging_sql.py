@@ -235,3 +235,18 @@ def test_upsert_key_must_be_among_the_columns():
         upsert_sql("postgres", '"t"', "SELECT a FROM s", ["a"], ("b",))
     with pytest.raises(ValueError, match="publish mode"):
         entity_publish_plan("postgres", {}, None, "sideways")
+
+
+def test_an_added_column_gets_a_default_on_every_dialect():
+    from washline.staging.load import add_column_sql
+
+    assert add_column_sql("staging_entities", "removed", "sqlite") == \
+        'ALTER TABLE "staging_entities" ADD COLUMN "removed" INTEGER NOT NULL DEFAULT 0'
+    assert add_column_sql("staging_entities", "removed", "postgres", "etl") == \
+        'ALTER TABLE "etl"."staging_entities" ADD COLUMN "removed" INTEGER NOT NULL DEFAULT 0'
+    assert add_column_sql("staging_entities", "removed", "mssql", "etl") == \
+        "ALTER TABLE [etl].[staging_entities] ADD [removed] INTEGER NOT NULL DEFAULT 0"
+    assert add_column_sql("staging_entities", "removed", "oracle", "etl") == \
+        'ALTER TABLE "ETL"."STAGING_ENTITIES" ADD ("REMOVED" NUMBER(10) DEFAULT 0 NOT NULL)'
+    with pytest.raises(ValueError, match="NOT NULL integer"):
+        add_column_sql("staging_entities", "golden_record", "sqlite")

@@ -107,8 +107,34 @@ def ensure_schema(conn: Any, dialect: str, schema: str | None = None) -> None:
         cur.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema, dialect)}")
     for stmt in ddl_statements(dialect, schema):
         cur.execute(stmt)
+    for table, column in ADDED_COLUMNS:
+        if column not in table_columns(cur, table, dialect, schema):
+            cur.execute(add_column_sql(table, column, dialect, schema))
+            log.info("added column %s to %s (created before the column existed)", column, table)
     if dialect != "sqlite":
         conn.commit()
+
+
+#: Columns added to a table after it was first released, with a default of 0:
+#: ``CREATE TABLE IF NOT EXISTS`` leaves an older table as it is, so
+#: :func:`ensure_schema` adds them (staged entities' ``removed`` flag).
+ADDED_COLUMNS = (("staging_entities", "removed"),)
+
+
+def add_column_sql(table: str, column: str, dialect: str, schema: str | None = None) -> str:
+    """``ALTER TABLE`` adding a NOT NULL integer column of the spec with default 0, per dialect."""
+    from washline.staging.spec import sa_type, sqlalchemy_dialect
+
+    col = TABLES[table].col(column)
+    if col.kind not in ("int32", "int64") or col.nullable:
+        raise ValueError(f"{table}.{column}: only NOT NULL integer columns are added with a default")
+    typ = sa_type(col, dialect).compile(dialect=sqlalchemy_dialect(dialect))
+    target, name = qualify(table, dialect, schema), quote_ident(column, dialect)
+    if dialect == "oracle":
+        return f"ALTER TABLE {target} ADD ({name} {typ} DEFAULT 0 NOT NULL)"
+    if dialect == "mssql":
+        return f"ALTER TABLE {target} ADD {name} {typ} NOT NULL DEFAULT 0"
+    return f"ALTER TABLE {target} ADD COLUMN {name} {typ} NOT NULL DEFAULT 0"
 
 
 def _arrow_dataset(path: Any):
