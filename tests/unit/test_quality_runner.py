@@ -251,3 +251,20 @@ def test_continuity_concatenates_per_dialect():
     assert "',' + c.from_entity_ids + ','" in runner.query_for("entity_continuity", "2025-01-02", "mssql")
     assert "',' || c.from_entity_ids || ','" in runner.query_for("entity_continuity", "2025-01-02", "oracle")
     assert '"ENTITIES" p' in runner.query_for("entity_continuity", "2025-01-02", "oracle")
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgres", "mssql", "oracle"])
+def test_clusters_read_published_members_on_registry_nights_only(dialect):
+    """staging_clusters counts an entity's members after publish on a registry
+    night (the staged ones plus, incremental, the published ones kept); without
+    the registry it reads staging tables only (a staging-only login validates)."""
+    import re
+
+    plain = runner.query_for("staging_clusters", "2025-01-02", dialect)
+    night = runner.query_for("staging_clusters", "2025-01-02", dialect, registry=True)
+    published = re.compile(r'(\[|")entity_members(\]|")', re.I)
+    assert not published.search(plain) and published.search(night)
+    assert re.search(r"staging_entity_versions\W+ v WHERE v\.ds = '2025-01-02' AND v\.publish_mode = 'incremental'",
+                     night, re.I)
+    for suite in ("entity_reconciliation", "entity_continuity", "staging_entities"):
+        assert published.search(runner.query_for(suite, "2025-01-02", dialect)) or suite == "entity_continuity"

@@ -262,7 +262,8 @@ def _run(req: ValidationRequest, summary: dict[str, Any]) -> None:
         stack.enter_context(secret_in_env(secret_var, secret))
         context = gx.get_context(mode="file", project_root_dir=str(req.docs_dir))
         datasource = getattr(context.data_sources, method)(name="washline_staging", **ds_kwargs)
-        validations, batches = _validation_definitions(context, datasource, specs, views, req.ds, dialect, schema)
+        validations, batches = _validation_definitions(context, datasource, specs, views, req.ds, dialect, schema,
+                                                       registry=req.registry is not None)
         # No checkpoint action: Data Docs are built below, once the sample values are in.
         checkpoint = context.checkpoints.add_or_update(gx.Checkpoint(
             name=f"washline_staging_{req.ds}", validation_definitions=validations, actions=[],
@@ -290,7 +291,8 @@ def _enter_views(stack: ExitStack, req: ValidationRequest, dialect: str, schema:
     views: dict[str, str] | None = None
     if req.use_views:
         try:
-            views = stack.enter_context(slice_views(req.conn_id, req.ds, dialect, suites, schema))
+            views = stack.enter_context(slice_views(req.conn_id, req.ds, dialect, suites, schema,
+                                                    registry=req.registry is not None))
         except SliceViewsRefused as exc:
             log.warning("%s; validating through GX query assets instead (same checks, slower: GX runs "
                         "each slice query once more to learn its columns)", exc)
@@ -302,7 +304,7 @@ def _enter_views(stack: ExitStack, req: ValidationRequest, dialect: str, schema:
 
 def _validation_definitions(context: Any, datasource: Any, specs: list[tuple[dict[str, Any], list[dict[str, Any]]]],
                             views: Mapping[str, str] | None, ds: str, dialect: str,
-                            schema: str | None) -> tuple[list[Any], dict[str, Any]]:
+                            schema: str | None, registry: bool = False) -> tuple[list[Any], dict[str, Any]]:
     """One GX suite, asset (the suite's view as a table asset, else its slice
     query as a query asset), whole-table batch and validation definition per spec.
 
@@ -326,7 +328,7 @@ def _validation_definitions(context: Any, datasource: Any, specs: list[tuple[dic
             asset = datasource.add_table_asset(name=f"{spec['name']}_{ds}", table_name=views[spec["name"]], **extra)
         else:
             asset = datasource.add_query_asset(name=f"{spec['name']}_{ds}",
-                                               query=query_for(spec["name"], ds, dialect, schema))
+                                               query=query_for(spec["name"], ds, dialect, schema, registry))
         batches[spec["name"]] = asset.add_batch_definition_whole_table(f"slice_{ds}")
         validations.append(context.validation_definitions.add_or_update(
             gx.ValidationDefinition(name=f"{spec['name']}_{ds}", data=batches[spec["name"]], suite=suite)))

@@ -48,11 +48,11 @@ class SliceViewsRefused(RuntimeError):
 
 @contextmanager
 def slice_views(conn_id: str, ds: str, dialect: str, suites: list[str], schema: str | None = None,
-                token: str | None = None) -> Iterator[dict[str, str]]:
+                token: str | None = None, registry: bool = False) -> Iterator[dict[str, str]]:
     """Create one view per suite over the ``ds`` slice for the block, then drop them.
 
     Each view is :func:`query_for`'s query (restricted to ``ds``, joins
-    included) under :func:`view_name`, in ``schema`` (None = default), created
+    included; ``registry``: a registry night's) under :func:`view_name`, in ``schema`` (None = default), created
     and committed through the Airflow connection's own hook so that GX's
     separate SQLAlchemy connection sees it. GX then validates a *table*
     asset over the view and reads the column names from the catalogue
@@ -77,7 +77,7 @@ def slice_views(conn_id: str, ds: str, dialect: str, suites: list[str], schema: 
     token = token or secrets.token_hex(4)
     names = {suite: view_name(suite, ds, token) for suite in suites}
     statements = {suite: f"CREATE VIEW {qualify(names[suite], dialect, schema)} AS "
-                         f"{query_for(suite, ds, dialect, schema)}" for suite in suites}
+                         f"{query_for(suite, ds, dialect, schema, registry)}" for suite in suites}
     hook, _ = get_db_hook(conn_id)
     conn = connect(hook, dialect, conn_id)
     created: list[str] = []
