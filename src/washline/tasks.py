@@ -159,7 +159,9 @@ def check_quality(context: Mapping[str, Any], expected_row_count: int,
         link_metrics: the link job's metrics (``references``, ``clusters``), to
             reconcile the link index and cluster tables; on a registry night
             its ``registry.complete`` (``_COMPLETE.json``) adds the registry
-            suites (staged new state, continuity with the published entities).
+            suites (what the night staged: its delta or the merged version;
+            continuity with the published entities; the totals after publish
+            reconciled with the manifest).
 
     Raises:
         AirflowFailException: a critical expectation failed, one raised, or
@@ -191,7 +193,9 @@ def check_quality(context: Mapping[str, Any], expected_row_count: int,
 @reports_errors("publish")
 def publish(context: Mapping[str, Any]) -> dict[str, Any]:
     """Atomically publish the audited staging slice of the date (and, on a
-    registry night, the registry version in the same transaction), then write
+    registry night, the registry version in the same transaction: the night's
+    delta upserted, or the merged version in full, as the load chose; the result's
+    ``registry`` says which and why), then write
     ``lake/entities/ds=<d>/_PUBLISHED.json``; attach ``ds``, ``load_id`` and row
     counts to the ``washline_published`` asset event."""
     from washline.assets import PUBLISHED

@@ -252,13 +252,16 @@ def publish_slice(conn_id: str, ds: str, *, schema: str | None = None,
         ds: logical date ``YYYY-MM-DD``.
         schema: schema of the tables (validated, quoted); ``None`` = default.
         with_entities: also publish the staged registry version of ``ds`` in
-            the same transaction (:func:`entity_publish_plan`): its staging
-            rows must come from the slice's load.
+            the same transaction (:func:`entity_publish_plan`, in the mode the
+            load recorded in ``staging_entity_versions``): its staging rows
+            must come from the slice's load.
 
     Returns:
         ``{"rows": {published_table: n}, "load_id": id, "seconds": s, "dialect": d}``;
         on a registry night ``rows`` also holds ``entity_members``, ``entities``
-        (whole tables) and ``entity_changes`` (the date's rows).
+        (whole tables) and ``entity_changes`` (the date's rows), and
+        ``registry`` is ``{"mode": "incremental" | "full", "reason", "base_ds",
+        "held_ds"}`` (the path taken and why).
 
     Raises:
         NothingToPublish: the staging slice is empty or mixes load ids, or (with
