@@ -257,8 +257,8 @@ def version_layers(entities: Path, ds: str, complete: Mapping[str, Any] | None =
             out[part] = [own[part]]
             continue
         ids = layers.get(part)
-        if ids is None and part not in REQUIRED_PARTS:
-            continue
+        if not ids and part not in REQUIRED_PARTS:
+            continue  # an optional part the version does not have (``[]``: e.g. no stored tokens)
         if not isinstance(ids, list) or not ids:
             raise RegistryVersionError(f"registry version ds={ds} lists no layers for {part}")
         out[part] = [_require_dir(layer_dir(entities, part, i), ds, part) for i in ids]
