@@ -666,7 +666,7 @@ def write_version(registry, ds: str, base: RegistryVersion, members: DataFrame, 
         layers = compact_layers(spark, registry, ds, layers)
 
     complete = {k: v for k, v in complete.items() if k not in ("tokens_fingerprint", "layers", "own", "format")}
-    complete.update({"format": FORMAT, "base_ds": base.ds, "layers": layers, "own": own})
+    complete.update({"format": FORMAT, "ds": ds, "base_ds": base.ds, "layers": layers, "own": own})
     if tokens is not None:
         complete["tokens_fingerprint"] = tokens_fingerprint
     tmp = root / f".ds={ds}.tmp-{os.getpid()}"
