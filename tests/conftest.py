@@ -166,8 +166,12 @@ def pytest_itemcollected(item):
 @pytest.hookimpl(trylast=True)  # after -m / -k deselection
 def pytest_collection_modifyitems(session, config, items):
     if _xdist(config):
-        # the early background thread is off in workers (see _early_setup): order by weight instead
-        items.sort(key=_xdist_rank)  # stable: each module keeps its own order
+        # the early background thread is off in workers (see _early_setup): order by weight instead,
+        # whole modules (a module's rank is its heaviest test's), each module in its own order
+        rank: dict = {}
+        for item in items:
+            rank[item.path] = min(rank.get(item.path, (3, 0)), _xdist_rank(item))
+        items.sort(key=lambda item: rank[item.path])
         return
     early, others = [], []
     for item in items:
