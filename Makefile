@@ -41,7 +41,7 @@ export AIRFLOW_CONN_WASHLINE_STAGING   ?= {"conn_type":"sqlite","host":"$(WASHLI
 help:
 	@echo "make demo   # two nights with airflow dags test: FEBRL4 part A on 2025-01-01, part B on 2025-01-02"
 	@echo "make land   # land $(DEMO_SET) for $(DEMO_DS) only"
-	@echo "make test   # run the whole test suite"
+	@echo "make test   # run the whole test suite (make test-fast: without Spark and Airflow runs)"
 	@echo "make up     # Airflow as a local service (UI/API on http://127.0.0.1:$(AIRFLOW_PORT))"
 	@echo "make down   # stop it"
 	@echo "make clean  # remove .venv, .airflow and data/"
@@ -72,11 +72,18 @@ demo: airflow-home
 	@for night in $(DEMO_NIGHTS); do \
 	  $(BIN)/python -m washline.demo night --dataset $${night%%:*} --ds $${night##*:} || exit 1; echo; done
 
+# Both on PYTEST_WORKERS pytest-xdist workers (one Spark session each), whole modules per worker
+# (module fixtures share one DAG run or one Spark job across their asserts), heaviest modules first
+# (tests/conftest.py orders them; --no-loadscope-reorder keeps that order). PYTEST_WORKERS=0: one process.
+# test-fast: no Spark and no Airflow run (markers spark, airflow).
+PYTEST_WORKERS ?= 2
+PYTEST_XDIST    = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+
 test: airflow-home
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 test-fast: airflow-home
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_XDIST) -m "not spark and not airflow" $(PYTEST_ARGS)
 
 # Airflow as a local service: api-server (UI + REST + execution API), scheduler
 # with LocalExecutor, dag-processor and triggerer, listening on 127.0.0.1 only.

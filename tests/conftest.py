@@ -135,8 +135,44 @@ def _early_chain(item):
     return chain if hasattr(chain, "wanted") else None
 
 
+def _xdist(config) -> bool:
+    """True in a pytest-xdist worker (``make test`` runs ``-n 2 --dist loadfile``)."""
+    return hasattr(config, "workerinput")
+
+
+#: Under xdist the heaviest modules go first, so the two workers start on them and the many short
+#: modules fill in around them (loadfile hands out whole modules in collection order when run with
+#: ``--no-loadscope-reorder``). The DAG-run modules, most ``airflow dags test`` runs first; then every
+#: other module with a Spark test; then the rest, each group in collection order.
+DAG_RUN_MODULES = ("test_registry_e2e.py", "test_faults.py", "test_nightly_e2e.py", "test_service.py",
+                   "test_secrets.py")
+
+
+def _xdist_rank(item) -> tuple[int, int]:
+    name = item.path.name
+    if name in DAG_RUN_MODULES:
+        return 0, DAG_RUN_MODULES.index(name)
+    return (1 if item.get_closest_marker("spark") or item.get_closest_marker("airflow") else 2), 0
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselection, so `-m "not spark"` sees the marker
+def pytest_itemcollected(item):
+    """A test that takes the ``spark`` fixture (itself or through another fixture) starts Spark: it
+    gets the ``spark`` marker even where its module forgot it, so ``make test-fast`` never starts Spark."""
+    if "spark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("spark") is None:
+        item.add_marker(pytest.mark.spark)
+
+
 @pytest.hookimpl(trylast=True)  # after -m / -k deselection
 def pytest_collection_modifyitems(session, config, items):
+    if _xdist(config):
+        # the early background thread is off in workers (see _early_setup): order by weight instead,
+        # whole modules (a module's rank is its heaviest test's), each module in its own order
+        rank: dict = {}
+        for item in items:
+            rank[item.path] = min(rank.get(item.path, (3, 0)), _xdist_rank(item))
+        items.sort(key=lambda item: rank[item.path])
+        return
     early, others = [], []
     for item in items:
         (others if _early_chain(item) is None else early).append(item)
@@ -157,7 +193,10 @@ def _early_setup(request, tmp_path_factory):
             chains[id(chain)] = chain
     early.SESSION_CHAINS[:] = chains.values()
     background = early.Background(list(chains.values()))
-    if chains and os.environ.get("WASHLINE_TEST_EARLY", "1") != "0":
+    # Under xdist the other core already has a worker of its own, and each worker collects every
+    # module but runs only those it is sent: a background thread there would run other workers' DAG
+    # runs a second time. Each step then runs where its fixture or test takes it.
+    if chains and os.environ.get("WASHLINE_TEST_EARLY", "1") != "0" and not _xdist(request.config):
         background.start()
     try:
         yield

@@ -88,18 +88,20 @@ def _make_db(path: Path, corrupt: bool) -> None:
 
 
 @pytest.mark.airflow
-def test_sweep_runs_every_database_and_summarises(tmp_path):
+def test_sweep_runs_every_database_and_summarises(tmp_path, tmp_path_factory):
+    import early  # tests/early.py
+
     env = dict(os.environ)
     env.update({
-        "AIRFLOW_HOME": env.get("AIRFLOW_HOME", str(REPO / ".airflow")),
+        # a private copy of the migrated metadata DB (skips when the shared one is missing), so the run
+        # never writes the shared .airflow/airflow.db that other tests (and other xdist workers) read
+        **early.airflow_db_env(early.airflow_home_copy(tmp_path_factory, "airflow-sweep")),
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW_CONN_SWEEP_CLEAN": json.dumps({"conn_type": "sqlite", "host": str(tmp_path / "clean.db")}),
         "AIRFLOW_CONN_SWEEP_CORRUPT": json.dumps({"conn_type": "sqlite", "host": str(tmp_path / "corrupt.db")}),
     })
-    if not (Path(env["AIRFLOW_HOME"]) / "airflow.db").exists():
-        pytest.skip("Airflow metadata DB missing: run the suite through `make test`")
     _make_db(tmp_path / "clean.db", corrupt=False)
     _make_db(tmp_path / "corrupt.db", corrupt=True)
     conf = {"conn_ids": ["sweep_clean", "sweep_corrupt"], "mode": "full"}
