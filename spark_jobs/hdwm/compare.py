@@ -379,6 +379,9 @@ def score_with_profile(a, wa, b, wb, profile: LinkageProfile, ev_a=None, ev_b=No
         verdict = _verdict(ev_a, ev_b, profile)
         if verdict is not None:
             return verdict
+        if profile.agreementMatchPatterns:
+            return _agreement_lift(score_with_profile(a, wa, b, wb, profile.model_copy(
+                update={"agreementMatchPatterns": {}}), ev_a, ev_b), ev_a, ev_b, profile)
     args = (profile.matrixNumTokenRule, profile.matrixInitialRule, profile.initialRuleMode)
     if profile.comparator not in WEIGHTED_COMPARATORS:
         return score_tokens(a, b, profile.comparator, *args)
@@ -580,12 +583,14 @@ def score_many(a_lists, wa_lists, b_lists, wb_lists, profile: LinkageProfile, ev
     args = (profile.matrixNumTokenRule, profile.matrixInitialRule, profile.initialRuleMode)
     todo = []
     evidence = ev_a is not None and ev_b is not None and uses_evidence(profile)
+    undecided = []  # pairs no evidence rule decided (agreementEvidence: adaptive may lift them)
     for i in range(P):
         if evidence:
             verdict = _verdict(ev_a[i], ev_b[i], profile)
             if verdict is not None:
                 out[i] = verdict
                 continue
+            undecided.append(i)
         if comparator in ("Cosine", "MongeElkan"):
             out[i] = score_with_profile(a_lists[i], wa_lists[i], b_lists[i], wb_lists[i], profile)
         elif a_lists[i] is not None and b_lists[i] is not None and len(a_lists[i]) and len(b_lists[i]):
@@ -636,7 +641,21 @@ def score_many(a_lists, wa_lists, b_lists, wb_lists, profile: LinkageProfile, ev
                     if floor[q] >= profile.comparatorFloorMin - 1e-12:
                         sc[q] = max(sc[q], floor[q])
         out[idx] = [0.0 if v is None else v for v in sc]
+    if evidence and profile.agreementMatchPatterns:
+        for i in undecided:
+            if out[i] < 1.0:
+                out[i] = _agreement_lift(out[i], ev_a[i], ev_b[i], profile)
     return out
+
+
+def _agreement_lift(score: float, ev_a, ev_b, profile: LinkageProfile) -> float:
+    """``agreementEvidence: adaptive``: a pair that no rule decided scores at least the posterior
+    match probability of its comparison vector when that is in ``agreementMatchPatterns``
+    (``hdwm.agreement``)."""
+    from .agreement import comparison_vector, pattern_key
+
+    q = profile.agreementMatchPatterns.get(pattern_key(comparison_vector(ev_a, ev_b)))
+    return max(score, q) if q is not None else score
 
 
 def make_score_udf(profile: LinkageProfile):

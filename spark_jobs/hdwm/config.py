@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 __all__ = ["LinkageProfile", "ProfileError", "load_profile", "config_dirs", "frequency_scale"]
 
@@ -186,6 +186,18 @@ class LinkageProfile(BaseModel):
     #: ``effective(n_refs)``, which the engine always calls; not a setting to
     #: write in a profile file (0 = unknown: ``identifyingAgreementRule`` is off).
     referenceCount: int = Field(0, ge=0)
+    #: washline (``hdwm.agreement``): Fellegi–Sunter m/u per token class estimated by EM
+    #: from the input's candidate pairs. ``off``: not estimated; ``report``: estimated,
+    #: logged and written to ``metrics.json`` (``agreement_estimate``), nothing else
+    #: changes; ``adaptive``: also used – a pair no rule vetoes whose pattern's
+    #: posterior match probability reaches ``agreementMatchProbability`` scores at
+    #: least that posterior. Estimated on the driver path (``localMaxReferences``) only.
+    agreementEvidence: Literal["off", "report", "adaptive"] = "off"
+    agreementMatchProbability: float = Field(0.99, gt=0.5, le=1.0)
+    #: runtime field set from the estimate (``hdwm.agreement.profile_update``); not a setting
+    #: to write in a profile file: pattern key → posterior of the candidate patterns at or
+    #: above ``agreementMatchProbability``.
+    agreementMatchPatterns: dict[str, float] = Field(default_factory=dict)
     matrixNumTokenRule: bool = True
     matrixInitialRule: bool = True
     #: washline: with matrixInitialRule, "exact" = a one-letter token scores
@@ -329,6 +341,12 @@ class LinkageProfile(BaseModel):
     #: features are computed on Spark; larger inputs, and ``iterationShortcut: false`` (the plain
     #: loop kept as the reference), iterate on Spark. 0 = always Spark. The clusters are the same.
     localMaxReferences: int = Field(10_000, ge=0)
+
+    @field_validator("agreementEvidence", mode="before")
+    @classmethod
+    def _agreement_off(cls, v):
+        # YAML 1.1 reads an unquoted ``off`` as false
+        return "off" if v is False else v
 
     @model_validator(mode="after")
     def _check_relations(self) -> "LinkageProfile":

@@ -54,6 +54,7 @@ way the partition, records and why-linked pairs are the same (tested).
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import time
@@ -494,6 +495,10 @@ def _local_iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, must
         )
     _say(f"{n_refs} references ≤ localMaxReferences={profile.localMaxReferences}: iterations on the driver "
          f"(collected in {time.time() - t:.1f}s)")
+    estimate = None
+    if profile.agreementEvidence != "off":
+        with clock("agreement"):
+            profile, estimate = _agreement_estimate(profile, inp)
     loop = LocalIterations(profile, mu_levels(profile), clock, n_refs, inp)
     loop.run()
     with clock("collect"):
@@ -504,7 +509,34 @@ def _local_iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, must
         w = pd.DataFrame(loop.why, columns=["id1", "id2", "score", "iteration", "accepted"])
         w = w.astype({"score": "float64", "iteration": "int32", "accepted": "bool"})
         why = spark.createDataFrame(w, WHY_SCHEMA) if len(w) else spark.createDataFrame([], WHY_SCHEMA)
-    return assigned, loop.records, why
+    return assigned, loop.records, why, estimate
+
+
+def _agreement_estimate(profile: LinkageProfile, inp) -> tuple[LinkageProfile, dict]:
+    """``agreementEvidence`` on the driver path: the Fellegi–Sunter estimate
+    (``hdwm.agreement.estimate_from_pairs``) over the iteration-1 candidate pairs
+    (``hdwm.local.block_members`` of every reference), logged; with ``adaptive``
+    the profile gets ``agreementMatchPatterns``. Returns (profile, report dict)."""
+    from .agreement import estimate_from_pairs, profile_update
+    from .local import block_members
+
+    t = time.time()
+    _, pairs = block_members(sorted(inp.tokens), inp, profile)
+    f = inp.features
+    cols = [f[c].tolist() if c in f.columns else [None] * len(f) for c in ("lead", "nums", "shared", "gstd", "street")]
+    evidence = dict(zip(f["record_id"].astype(str).tolist(), zip(*cols)))
+    est = estimate_from_pairs(evidence, sorted(pairs))
+    report = est.report()
+    if profile.agreementEvidence == "adaptive":
+        upd = profile_update(est, profile.agreementMatchProbability)
+        profile = profile.model_copy(update=upd)
+        report["match_patterns"] = len(upd["agreementMatchPatterns"])
+        report["match_pattern_pairs"] = int(sum(n for p, n in est.patterns.items()
+                                                if est.posterior(p) >= profile.agreementMatchProbability))
+    weights = {c: {lv: v["weight"] for lv, v in levels.items()} for c, levels in report["classes"].items()}
+    _say(f"agreement estimate ({time.time() - t:.1f}s, {report['pairs']} candidate pairs, lambda={report['lambda']}, "
+         f"EM rounds={report['rounds']}): weights (bits) {json.dumps(weights)}")
+    return profile, report
 
 
 def run_linkage(
@@ -662,9 +694,14 @@ def link_references(
 
     if local:
         # washline (speed): a small input iterates on the driver (hdwm.local: the same rules)
-        assigned, iterations, why = _local_iterations(spark, profile, clock, n_refs, tokens, freq, ctokens,
-                                                      must_link, cannot_link)
+        assigned, iterations, why, agreement = _local_iterations(spark, profile, clock, n_refs, tokens, freq,
+                                                                 ctokens, must_link, cannot_link)
     else:
+        agreement = None
+        if profile.agreementEvidence != "off":
+            log.warning("agreementEvidence=%s is estimated on the driver path only (at most localMaxReferences=%d "
+                        "references); %d references: not estimated", profile.agreementEvidence,
+                        profile.localMaxReferences, n_refs)
         loop = _Iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, ids, must_link, cannot_link)
         loop.run()
         assigned, iterations = loop.assigned, loop.records
@@ -698,6 +735,8 @@ def link_references(
         "stages": dict(clock.seconds),
         "seconds": round(time.time() - t0, 2),
     }
+    if agreement is not None:
+        metrics["agreement_estimate"] = agreement
     # a close call whose two references ended in one cluster later is not a rejection
     lab = links_df.select("record_id", "cluster_id")
     why = (
