@@ -125,6 +125,8 @@ def replay(feats, pairs, prof) -> dict[str, str]:
                 ev = [feats[m][2] for m in mem]
 
                 cprof = prof.model_copy(update={"surnameConflictRule": False})  # as hdwm.consistency._member_conflict
+                if not prof.clusterIdentifierConflict:
+                    cprof = cprof.model_copy(update={"identifierConflictRule": False})
 
                 def clash(i, j, ev=ev):
                     return conflicting(ev[i][0], ev[i][1], ev[j][0], ev[j][1], cprof, ev[i][2], ev[j][2],

@@ -228,6 +228,12 @@ class LinkageProfile(BaseModel):
     #: with clusterConsistency): two groups that each hold one identifier twice or
     #: more (of one shape), with no identifier agreeing across them, stay apart.
     clusterIdentifierRule: bool = False
+    #: washline cluster-level evidence (``hdwm.consistency._member_conflict``): inside a
+    #: component, ``identifierConflictRule`` between two members is a cannot-link (true, the
+    #: behaviour before 2026-12-06) or, like the surname, only a pairwise veto (false): a
+    #: phone changes with a move, and ``clusterIdentifierRule`` still keeps apart two
+    #: groups that each confirm a different identifier.
+    clusterIdentifierConflict: bool = True
     #: washline negative evidence: a pair whose identifier tokens (all-digit,
     #: ≥ identifierMinLen digits, not a YYYYMMDD date) all disagree, and whose
     #: given names do not agree, scores 0.

@@ -152,7 +152,8 @@ def regroup(ids: list[str], edges: list[tuple], conflict, group_veto=None) -> di
 
 def _member_conflict(members: pd.DataFrame, profile: LinkageProfile):
     """``conflict(i, j)`` on row positions of ``members``: the pairwise veto of
-    ``hdwm.evidence.conflicting`` without ``surnameConflictRule``.
+    ``hdwm.evidence.conflicting`` without ``surnameConflictRule``, and without
+    ``identifierConflictRule`` when ``clusterIdentifierConflict`` is false.
 
     A surname is an attribute a person changes (marriage), like an address; a
     given name, a date of birth or a generation is not. Between two references
@@ -161,11 +162,21 @@ def _member_conflict(members: pd.DataFrame, profile: LinkageProfile):
     married name from her maiden name (S8P: F1 0.866 with it, 0.915 without,
     benchmarks/README.md), so groups are judged by ``_surname_group_veto``
     instead, which looks for a tie anywhere across the two groups.
+
+    Identifiers likewise (``clusterIdentifierConflict: false``): a phone changes
+    with a move. On a file of long-lived persons who move 2–5 times
+    (``benchmarks/messy_longhist.py``, seed 1) 986 true pairs were vetoed by
+    ``identifierConflictRule``, nearly all two different 10-digit phones beside a
+    given name written as an initial, and one such pair anywhere in an entity
+    kept it split; ``_identifier_group_veto`` still separates two groups that
+    each confirm their own identifier (two people with their own SSNs).
     """
     from .evidence import conflicting
 
     if getattr(profile, "surnameConflictRule", False):
         profile = profile.model_copy(update={"surnameConflictRule": False})
+    if not getattr(profile, "clusterIdentifierConflict", True) and profile.identifierConflictRule:
+        profile = profile.model_copy(update={"identifierConflictRule": False})
 
     lead = members["lead"].tolist()
     nums = members["nums"].tolist()

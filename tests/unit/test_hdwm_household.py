@@ -155,6 +155,21 @@ def test_cluster_check_applies_the_common_given_name_rule_as_scoring_does():
     assert not _member_conflict(members.drop(columns="gstd"), PROFILE)(0, 1)  # unknown: not standard
 
 
+
+def test_cluster_check_leaves_an_identifier_conflict_to_the_pair_unless_asked():
+    # J S LITTLE and JENNIFER S LITTLE with two phones (she moved): the pair itself is vetoed, but
+    # inside a component the phone disagreement is no cannot-link (clusterIdentifierConflict: false)
+    a, b = (["J", "S", "LITTLE"], ["3868505220"]), (["JENNIFER", "S", "LITTLE"], ["8062022760"])
+    assert conflicting(*a, *b, PROFILE)
+    members = pd.DataFrame({"record_id": ["a", "b"], "lead": [a[0], b[0]], "nums": [a[1], b[1]]})
+    assert PROFILE.clusterIdentifierConflict is False
+    assert not _member_conflict(members, PROFILE)(0, 1)
+    assert _member_conflict(members, PROFILE.model_copy(update={"clusterIdentifierConflict": True}))(0, 1)
+    # a given-name conflict stays a cannot-link either way
+    members.loc[1, "lead"] = ["PAUL", "S", "LITTLE"]
+    members.loc[0, "lead"] = ["JENNIFER", "S", "LITTLE"]
+    assert _member_conflict(members, PROFILE)(0, 1)
+
 def _regroup(ids, edges, conflicts):
     members = pd.DataFrame({"record_id": ids})
     ed = pd.DataFrame(edges, columns=["id1", "id2", "score", "kind"])
