@@ -19,7 +19,8 @@ registry version before ``--ds`` (``hdwm.registry``, ``hdwm.incremental``) and
 registry version ``ds=<ds>`` is written (the night's layers of members,
 entities, changes, frequencies and tokens, then ``_COMPLETE.json``), after
 which versions beyond the last ``--keep-versions`` published ones (default 7)
-are removed (``hdwm.registry.prune``); when ``ds`` was published already, that
+are removed (``hdwm.registry.prune``; when it refuses, for an unreadable
+manifest, the night goes on and the log says why); when ``ds`` was published already, that
 version is first moved aside to ``.published-ds=<ds>/`` (``hdwm.registry.stash_published``). A date after a published one, or one whose
 predecessor (a date with ``lake/curated/<p>`` or, with ``--landing``,
 ``landing/<source>/<p>``) was neither published nor rejected, is refused.
@@ -420,9 +421,12 @@ def _link_with_registry(spark, refs, registry, ds, base_ds, profile, must, canno
                   tokens=res.tokens, tokens_fingerprint=res.tokens_fingerprint,
                   frequencies_full=res.frequencies_full, tokens_full=res.tokens_full)
     if keep_versions:
-        from hdwm.registry import prune
+        from hdwm.registry import RegistryError, prune
 
-        prune(registry, keep=keep_versions)
+        try:
+            prune(registry, keep=keep_versions)
+        except RegistryError as exc:  # the night's version is written and sound: retention waits, the night goes on
+            print(f"[link] warning: {exc}", file=sys.stderr)
     em = res.engine_metrics or {}
     metrics = {**{k: em[k] for k in ("effective_parameters", "iterations", "stages") if k in em},
                "engine_references": em.get("references"), **_summary(links), "pairwise": None}

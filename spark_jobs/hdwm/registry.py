@@ -302,8 +302,34 @@ def is_published(registry, ds: str) -> bool:
     return True
 
 
+def load_manifest(path: str | os.PathLike) -> dict:
+    """One ``_COMPLETE.json``, checked for the shape the layer bookkeeping needs:
+    a JSON object whose ``layers`` (when present) maps parts to lists of layer
+    ids and whose ``own`` (when present) maps parts to one layer id.
+
+    Raises:
+        RegistryError: unreadable, not JSON (e.g. truncated), or of another
+            shape; the message names the file.
+    """
+    path = Path(path)
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RegistryError(f"registry manifest {path} is unreadable: {exc}") from None
+    if not isinstance(payload, dict):
+        raise RegistryError(f"registry manifest {path} holds {type(payload).__name__}, expected a JSON object")
+    layers, own = payload.get("layers"), payload.get("own")
+    if layers is not None and not (isinstance(layers, dict) and all(
+            isinstance(ids, list) and all(isinstance(i, str) for i in ids) for ids in layers.values())):
+        raise RegistryError(f"registry manifest {path}: 'layers' must map each part to a list of layer ids")
+    if own is not None and not (isinstance(own, dict) and all(isinstance(i, str) for i in own.values())):
+        raise RegistryError(f"registry manifest {path}: 'own' must map each part to one layer id")
+    return payload
+
+
 def read_complete(registry, ds: str) -> dict:
-    return json.loads((version_dir(registry, ds) / COMPLETE).read_text(encoding="utf-8"))
+    """``ds=<ds>/_COMPLETE.json`` (:func:`load_manifest`; raises RegistryError when malformed)."""
+    return load_manifest(version_dir(registry, ds) / COMPLETE)
 
 
 def _pending_inputs(p: str, curated_root: Path | None, landing: Path | None) -> bool:
@@ -726,14 +752,31 @@ def prune(registry, keep: int = KEEP_VERSIONS, grace_seconds: float = LAYER_GRAC
     folders like the others. Returns {"removed_versions": [...],
     "removed_layers": n, "freed_bytes": n}.
 
+    Nothing is removed when any manifest under ``registry`` is unreadable (for
+    example truncated): the layers it names could not be told apart from
+    unused ones.
+
     Raises:
-        ValueError: ``keep`` < 1.
+        ValueError: ``keep`` < 1, or ``grace_seconds`` negative or not a number.
+        RegistryError: a manifest is unreadable or malformed (nothing removed).
     """
     if keep < 1:
         raise ValueError(f"keep must be at least 1 published version, got {keep}")
+    if not grace_seconds >= 0:  # also refuses nan, which would compare as "old enough" for every layer
+        raise ValueError(f"grace_seconds must be 0 or more, got {grace_seconds}")
     root = Path(registry)
     if not root.is_dir():
         return {"removed_versions": [], "removed_layers": 0, "freed_bytes": 0}
+    bad = []
+    for m in _manifests(root):
+        try:
+            load_manifest(m)
+        except RegistryError as exc:
+            bad.append(str(exc))
+    if bad:
+        raise RegistryError("retention refused, nothing removed: the layers an unreadable manifest names cannot "
+                            "be told apart from unused ones; repair or remove it, then prune again: "
+                            + "; ".join(bad))
     now = time.time() if now is None else now
     vs = versions(root)
     published = [v for v in vs if is_published(root, v)]
@@ -742,10 +785,7 @@ def prune(registry, keep: int = KEEP_VERSIONS, grace_seconds: float = LAYER_GRAC
     kept |= {v for v in vs if latest is None or v > latest}
 
     def base_of(folder: Path):
-        try:
-            return json.loads((folder / COMPLETE).read_text(encoding="utf-8")).get("base_ds")
-        except (OSError, ValueError):
-            return None
+        return load_manifest(folder / COMPLETE).get("base_ds") if (folder / COMPLETE).is_file() else None
 
     pending = {v for v in vs if latest is None or v > latest}
     stashed = {st.name.split("=", 1)[1] for st in root.glob(".published-ds=*")}
@@ -769,10 +809,7 @@ def prune(registry, keep: int = KEEP_VERSIONS, grace_seconds: float = LAYER_GRAC
             shutil.rmtree(rej, ignore_errors=True)
     named: dict[str, set] = {}
     for m in _manifests(root):
-        try:
-            c = json.loads(m.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
+        c = load_manifest(m)  # checked above; a manifest written since then is checked here
         for part, ids in (c.get("layers") or {}).items():
             named.setdefault(part, set()).update(ids)
         for part, lid in (c.get("own") or {}).items():
