@@ -268,7 +268,21 @@ def version_layers(entities: Path, ds: str, complete: Mapping[str, Any] | None =
 def _read_layer(folder: Path, part: str, columns: list[str], filter: Any = None):
     """One layer's rows of ``columns`` (Arrow table, cast to the part's schema);
     a layer without data files is an empty table. ``removed`` missing from an
-    entities layer (format 1) reads as false."""
+    entities layer (format 1) reads as false.
+
+    Raises:
+        RegistryVersionError: schema drift, or a data file that is not readable
+            Parquet (e.g. truncated); the message names the layer.
+    """
+    import pyarrow as pa
+
+    try:
+        return _read_layer_files(folder, part, columns, filter)
+    except (pa.ArrowException, OSError) as exc:
+        raise RegistryVersionError(f"registry layer {folder} ({part}) is unreadable: {exc}") from exc
+
+
+def _read_layer_files(folder: Path, part: str, columns: list[str], filter: Any = None):
     import pyarrow as pa
     import pyarrow.dataset as pads
 

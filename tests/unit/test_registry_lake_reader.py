@@ -109,6 +109,15 @@ def test_malformed_manifests_are_refused_with_the_reason(lake):
         R.require_complete(paths)  # a version whose layers are gone is never staged
 
 
+def test_an_unreadable_layer_file_is_refused_naming_the_layer(lake):
+    good = json.loads((lake / f"ds={D3}" / "_COMPLETE.json").read_text())
+    layer = lake / "_layers" / "members" / good["layers"]["members"][0]
+    data = sorted(layer.glob("*.parquet"))[0]
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])  # truncated: no Parquet footer
+    with pytest.raises(R.RegistryVersionError, match=f"registry layer {layer} \\(members\\) is unreadable"):
+        R.read_part(lake, D3, "members")
+
+
 @pytest.mark.parametrize("held, mode, why", [
     (D2, R.INCREMENTAL, "holds the night's base ds=2025-01-02"),
     (None, R.FULL, "records no published registry version"),
