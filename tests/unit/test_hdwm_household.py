@@ -157,18 +157,19 @@ def test_cluster_check_applies_the_common_given_name_rule_as_scoring_does():
 
 
 def test_cluster_check_leaves_an_identifier_conflict_to_the_pair_unless_asked():
-    # J S LITTLE and JENNIFER S LITTLE with two phones (she moved): the pair itself is vetoed, but
-    # inside a component the phone disagreement is no cannot-link (clusterIdentifierConflict: false)
+    # J S LITTLE and JENNIFER S LITTLE with two phones (she moved): the pair itself is vetoed; inside a
+    # component the phone disagreement is a cannot-link by default, and none with clusterIdentifierConflict: false
     a, b = (["J", "S", "LITTLE"], ["3868505220"]), (["JENNIFER", "S", "LITTLE"], ["8062022760"])
     assert conflicting(*a, *b, PROFILE)
     members = pd.DataFrame({"record_id": ["a", "b"], "lead": [a[0], b[0]], "nums": [a[1], b[1]]})
-    assert PROFILE.clusterIdentifierConflict is False
-    assert not _member_conflict(members, PROFILE)(0, 1)
-    assert _member_conflict(members, PROFILE.model_copy(update={"clusterIdentifierConflict": True}))(0, 1)
+    assert PROFILE.clusterIdentifierConflict is True  # the default profile keeps the cannot-link (docs/engine.md)
+    assert _member_conflict(members, PROFILE)(0, 1)
+    lifted = PROFILE.model_copy(update={"clusterIdentifierConflict": False})
+    assert not _member_conflict(members, lifted)(0, 1)
     # a given-name conflict stays a cannot-link either way
     members.loc[1, "lead"] = ["PAUL", "S", "LITTLE"]
     members.loc[0, "lead"] = ["JENNIFER", "S", "LITTLE"]
-    assert _member_conflict(members, PROFILE)(0, 1)
+    assert _member_conflict(members, lifted)(0, 1) and _member_conflict(members, PROFILE)(0, 1)
 
 def _regroup(ids, edges, conflicts):
     members = pd.DataFrame({"record_id": ids})

@@ -121,7 +121,12 @@ def test_load_and_publish_through_the_provider_hook(recorded, tmp_path):
     ops = [entry[0] for entry in rec.log]
     ddl = ddl_statements(dialect, "washline")
     assert [e[1] for e in rec.log[: len(ddl)]] == ddl  # the reviewed DDL file, schema-qualified
-    assert ops[len(ddl)] == "commit"  # DDL committed on its own
+    # then one zero-row probe per column added after release (present here: no ALTER), and the DDL commits on its own
+    from washline.staging.load import ADDED_COLUMNS
+
+    probes = rec.log[len(ddl): len(ddl) + len(ADDED_COLUMNS)]
+    assert [(e[0], e[1].endswith("WHERE 1 = 0")) for e in probes] == [("execute", True)] * len(ADDED_COLUMNS)
+    assert ops[len(ddl) + len(ADDED_COLUMNS)] == "commit"
     assert ops[-2:] == ["commit", "close"] and ops.count("commit") == 2 and "rollback" not in ops
     if dialect == "mssql":
         bulk = [e for e in rec.log if e[0] == "bulk_copy"]
