@@ -111,6 +111,72 @@ def _say(msg: str, counts: dict | None = None, stage_seconds: float | None = Non
 
 # ---------------------------------------------------------------- engine glue
 
+def entities_of(base_mem: DataFrame, keys: DataFrame) -> DataFrame:
+    """(``ref_key``, ``entity_id``) of the registry members whose ``ref_key`` is in
+    ``keys`` (a DataFrame with a ``ref_key`` column, night-sized).
+
+    The keys are broadcast, so the registry's members are only scanned and
+    filtered, never shuffled: a join of a night-sized frame with every member
+    costs a shuffle of the whole history (measured in docs/registry.md,
+    "What a night costs"). Materialised, since callers read it more than once.
+    """
+    return _freeze(base_mem.select("ref_key", "entity_id")
+                   .join(F.broadcast(keys.select("ref_key").distinct()), "ref_key", "left_semi"))
+
+
+def frequencies_for(freq: DataFrame, tokens: DataFrame, col: str = "tokens") -> DataFrame:
+    """The rows of ``freq`` (``token``, ``freq``) whose token occurs in ``tokens``'
+    array column ``col``: what a join of those token lists with the whole
+    frequency table reads, without shuffling the whole vocabulary (the
+    distinct tokens are broadcast). Joins on ``token`` with it give the same
+    rows as with ``freq``."""
+    wanted = tokens.select(F.explode(col).alias("token")).distinct()
+    return freq.join(F.broadcast(wanted), "token", "left_semi")
+
+
+def subset_frequencies(freq: DataFrame, cmap: DataFrame | None, night_tok: DataFrame, reg_tok: DataFrame,
+                       neigh: DataFrame, eff: LinkageProfile) -> tuple[DataFrame, DataFrame | None]:
+    """The population's raw counts and correction map cut to what the engine
+    reads when it links the night and its neighbourhood: the same clusters as
+    with the whole tables, at the cost of the subset's vocabulary.
+
+    The engine (``hdwm.pipeline.link_references`` with ``frequencies=`` and
+    ``correction=``) reads the counts only by joining its references' tokens
+    with them, and corrects those tokens and moves the raw counts of every
+    corrected token to its replacement (DWM25). So it needs: the rows of the
+    map for its tokens (``token`` in T), the rows that correct into a token it
+    will hold (``replacement`` among T and those replacements: a misspelling
+    elsewhere in the population adds to SMITH's corrected count), and the raw
+    counts of all of those tokens. Without a map (``runGlobalCorrection`` off,
+    or ``registryCorrectedTokens`` off so the engine builds its own map from
+    the counts, which needs every rare token) the counts are cut to T only
+    when no correction runs, else returned whole.
+
+    Args:
+        freq: (``token``, ``freq``) raw population counts after the night.
+        cmap: (``token``, ``replacement``) ``correction_map(freq)`` or None.
+        night_tok: (``record_id``, ``tokens``) the night's raw tokens.
+        reg_tok: (``record_id`` = ref_key, ``tokens``) the registry's raw tokens.
+        neigh: the neighbourhood members linked with the night (``ref_key``).
+    Returns: (counts, map) cut to the subset; the engine's figures of distinct
+    and corrected tokens then count the subset's vocabulary.
+    """
+    if cmap is None and eff.runGlobalCorrection:
+        return freq, cmap
+    neigh_tok = reg_tok.join(F.broadcast(neigh.select(F.col("ref_key").alias("record_id"))), "record_id",
+                             "left_semi")
+    raw = _freeze(night_tok.select(F.explode("tokens").alias("token"))
+                  .unionByName(neigh_tok.select(F.explode("tokens").alias("token"))).distinct())
+    if cmap is None:
+        return _freeze(freq.join(F.broadcast(raw), "token", "left_semi")), None
+    applied = cmap.join(F.broadcast(raw), "token", "left_semi")
+    held = raw.unionByName(applied.select(F.col("replacement").alias("token"))).distinct()
+    into = cmap.join(F.broadcast(held.withColumnRenamed("token", "replacement")), "replacement", "left_semi")
+    sub_cmap = _freeze(applied.unionByName(into).distinct())
+    wanted = held.unionByName(sub_cmap.select("token")).distinct()
+    return _freeze(freq.join(F.broadcast(wanted), "token", "left_semi")), sub_cmap
+
+
 def raw_frequencies(refs: DataFrame, profile: LinkageProfile) -> DataFrame:
     """(``ref_key``, ``text``) → (``token``, ``freq`` long) raw token counts
     (tokeniser output, before global correction): ``hdwm.frequency.raw_frequencies``
@@ -651,10 +717,11 @@ def assign_and_build(spark: SparkSession, base: RegistryVersion, clusters: DataF
     """
     base_mem = base.members.withColumn("ref_key", ref_key_col())
     sub_keys = clusters.select("ref_key")
-    old_sub = base_mem.join(sub_keys, "ref_key", "left_semi")
+    # the linked subset's base rows, read once (the keys broadcast: the history is scanned, not shuffled)
+    old_sub = _freeze(base_mem.join(F.broadcast(sub_keys), "ref_key", "left_semi"))
     old = old_sub.select("ref_key", F.col("entity_id").alias("old_id"))
     touched = old.select(F.col("old_id").alias("entity_id")).distinct()
-    old_entities = base.entities.join(touched, "entity_id", "left_semi")
+    old_entities = base.entities.join(F.broadcast(touched), "entity_id", "left_semi")
     old_entities = _freeze(old_entities)
     ids, summary = assign_ids(clusters, old, old_entities, ds)
     summary = _freeze(summary)
@@ -822,13 +889,13 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     reg_tok, stored = registry_tokens(base, base_mem, profile)
     cand = candidate_references(base_mem, night_tok, freq, eff, profile, neighbourhood, top_entities, reg_tok,
                                 correction=cmap)
-    cand_ents = cand.join(base_mem.select("ref_key", "entity_id"), "ref_key").select("entity_id")
+    cand_ents = entities_of(base_mem, cand).select("entity_id")
     extra = _decision_entities(spark, base_mem, must, cannot)
     touched = cand_ents.unionByName(resent.select("entity_id"))
     if extra:
         touched = touched.unionByName(spark.createDataFrame([(e,) for e in sorted(extra)], "entity_id string"))
     touched = _freeze(touched.distinct())
-    big = base.entities.join(touched, "entity_id", "left_semi").filter(F.col("member_count") > big_entity_warn)
+    big = base.entities.join(F.broadcast(touched), "entity_id", "left_semi").filter(F.col("member_count") > big_entity_warn)
     big_rows = big.select("entity_id", "member_count").limit(10).collect()
     if big_rows:
         msg = (f"{len(big_rows)}{'+' if len(big_rows) == 10 else ''} entities with more than {big_entity_warn} members "
@@ -837,7 +904,7 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
                   f"relinks at most {profile.registryEntityMembers} of each (plus the members found for the night)"))
         log.warning(msg)
         _say("warning: " + msg)
-    neigh_all = _freeze(base_mem.join(touched, "entity_id", "left_semi")
+    neigh_all = _freeze(base_mem.join(F.broadcast(touched), "entity_id", "left_semi")
                         .join(night.select("ref_key"), "ref_key", "left_anti"))
     followers = None
     n_followers = 0
@@ -865,8 +932,9 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
             neigh.select("ref_key", "text", F.lit(None).cast("string").alias("truth_entity")))
     else:
         sub = night.select(*cols).unionByName(neigh.select(*cols))
-    clusters, emetrics, pairs = engine_link(spark, sub, profile, freq, n_total, must, cannot, checkpoint_dir,
-                                            correction=cmap)
+    sub_freq, sub_cmap = subset_frequencies(freq, cmap, night_tok, reg_tok, neigh, eff)
+    clusters, emetrics, pairs = engine_link(spark, sub, profile, sub_freq, n_total, must, cannot, checkpoint_dir,
+                                            correction=sub_cmap)
     if followers is not None:
         clusters = follow_entities(clusters, neigh.select("ref_key", "entity_id"), followers)
     clusters, kept_whole = apply_split_policy(clusters, neigh_all.select("ref_key", "entity_id"),
@@ -1138,7 +1206,9 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     night no longer joins the whole history's tokens with the frequency table
     or forms every registry reference's frequent pairs (docs/registry.md: 7 s and 10.5 s of a night at 290,000 registry
     references, the part that grew with the history)."""
-    night_bt = blocking_tokens(night_tok, freq, eff).select(F.col("record_id").alias("ref_key"), "token", "freq")
+    night_freq = _freeze(frequencies_for(freq, night_tok))  # the night's tokens' counts: night-sized joins below
+    night_bt = blocking_tokens(night_tok, night_freq, eff).select(
+        F.col("record_id").alias("ref_key"), "token", "freq")
     night_bt = _freeze(night_bt)
     if reg_tok is None:
         reg_tok = tokenize(base_mem.select(F.col("ref_key").alias("record_id"), "text"), profile)
@@ -1147,7 +1217,7 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     if getattr(eff, "frequentPairMaxBlock", 0) > 0:
         from .blocking import frequent_pair_candidates
 
-        night_fp = _freeze(frequent_pair_candidates(night_tok.select("record_id", "tokens"), freq, eff))
+        night_fp = _freeze(frequent_pair_candidates(night_tok.select("record_id", "tokens"), night_freq, eff))
         wanted = wanted.unionByName(night_fp.select(F.explode(F.split("block_key", " ")).alias("token")))
     wanted = _freeze(wanted.distinct())
     exploded = reg_tok.select(F.col("record_id").alias("ref_key"), F.explode(F.array_distinct("tokens")).alias("token"))
@@ -1305,8 +1375,8 @@ def entity_ranks(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFrame, ef
     best member, ``weight`` – its weight in nats, ``rank`` – 1 = best per night
     reference, ties to the smaller entity id).
     """
-    best = (key_matches(night_bt, reg_bt, eff, extra)
-            .join(base_mem.select("ref_key", "entity_id"), "ref_key")
+    matches = _freeze(key_matches(night_bt, reg_bt, eff, extra))
+    best = (matches.join(entities_of(base_mem, matches), "ref_key")
             .groupBy("night_key", "entity_id")
             .agg(F.max(F.struct("weight", "ref_key")).alias("b")))
     w = Window.partitionBy("night_key").orderBy(F.desc("b.weight"), F.asc("entity_id"))
@@ -1395,7 +1465,8 @@ def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     if min(top_entities, pool, members) < 1:
         raise ValueError(f"top_entities, pool and members must be at least 1, got {top_entities}, {pool}, {members}")
     pool = max(pool, top_entities)
-    matches = key_matches(night_bt, reg_bt, eff, extra).join(base_mem.select("ref_key", "entity_id"), "ref_key")
+    matches = _freeze(key_matches(night_bt, reg_bt, eff, extra))
+    matches = _freeze(matches.join(entities_of(base_mem, matches), "ref_key"))
     ent_w = Window.partitionBy("night_key").orderBy(F.desc("ew"), F.asc("entity_id"))
     pooled = (matches.groupBy("night_key", "entity_id").agg(F.max("weight").alias("ew"))
               .withColumn("erank", F.row_number().over(ent_w)).filter(F.col("erank") <= pool))
@@ -1409,12 +1480,12 @@ def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     # comparison starts from one stored frame as the engine's does (hdwm.pipeline): plans mixing the
     # union or the Python UDF with these windows and joins failed under AQE, on night 7 of a 10-night
     # run and on night 30 of a 30-night run ("Can't zip RDDs with unequal numbers of partitions")
-    reg_part = reg_tok.select("record_id", "tokens").join(involved, "record_id", "left_semi")
+    reg_part = reg_tok.select("record_id", "tokens").join(F.broadcast(involved), "record_id", "left_semi")
     if correction is not None:
         reg_part = apply_corrections(reg_part, correction, eff.removeDuplicateTokens)
     toks = _freeze(night_tok.select("record_id", "tokens").join(involved, "record_id", "left_semi")
                    .unionByName(reg_part))
-    ct = _freeze(comparison_tokens(toks, freq, eff, int(eff.referenceCount or 1)))
+    ct = _freeze(comparison_tokens(toks, frequencies_for(freq, toks), eff, int(eff.referenceCount or 1)))
     scored = _freeze(score_pairs(pairs.select(F.col("night_key").alias("id1"), F.col("ref_key").alias("id2")),
                                  ct, eff))
     best = (pairs.join(scored.withColumnRenamed("id1", "night_key").withColumnRenamed("id2", "ref_key"),

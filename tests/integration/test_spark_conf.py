@@ -72,3 +72,16 @@ def test_shuffle_partitions_scale_with_the_input():
 
     assert [shuffle_partitions_for(n, 2) for n in (0, 5_000, 100_000, 1_000_000, 10_000_000)] == [2, 2, 4, 40, 64]
     assert shuffle_partitions_for(100_000, 8) == 8
+
+
+def test_freeze_profile_names_the_caller_only_when_asked(spark, monkeypatch, capsys):
+    from hdwm.spark import PROFILE_FREEZE_ENV, freeze
+
+    df = spark.range(5)
+    monkeypatch.delenv(PROFILE_FREEZE_ENV, raising=False)
+    assert freeze(df).count() == 5
+    assert "[freeze]" not in capsys.readouterr().err
+    monkeypatch.setenv(PROFILE_FREEZE_ENV, "1")
+    assert freeze(df).count() == 5
+    err = capsys.readouterr().err
+    assert "[freeze] test_spark_conf.py:" in err and "in test_freeze_profile_names_the_caller_only_when_asked" in err

@@ -345,3 +345,61 @@ def test_the_neighbourhood_sees_the_tokens_after_the_populations_correction(spar
         fixed = candidate_references(base_mem, nt, fq, eff, prof, rule, 2, rt, correction=cmap).collect()
         assert raw == [], rule
         assert sorted(r.ref_key for r in fixed) == ["r|own", "r|typo"], rule
+
+
+def _population(spark):
+    """Sixty references of twenty persons (three each), misspellings of frequent names among them,
+    plus fillers that make SMITH, JONES and MAPLE frequent enough to be correction targets."""
+    import random
+
+    rng = random.Random(7)
+    given = ["JOHN", "MARY", "PETER", "SUSAN", "DAVID"]
+    rows = []
+    for p in range(20):
+        g, s = given[p % 5], ["SMITH", "JONES", "TAYLOR", "BROWN"][p % 4]
+        street, num = ["MAPLE", "OAK", "CEDAR"][p % 3], str(100 + p)
+        for v in range(3):
+            sn = {"SMITH": "SMTIH", "JONES": "JONSE"}.get(s, s) if (v == 2 and p in (0, 1)) else s
+            st = "MAPEL" if (v == 1 and p == 3) else street
+            rows.append((f"a|{p}-{v}", f"{g} {sn} {num} {st} STREET {rng.randint(1900, 1999)}"))
+    # a family no subset below holds, with a misspelling of its own: a correction the subset does not need
+    rows += [(f"z|{i}", f"ROBERT {'WALKRE' if i == 0 else 'WALKER'} 900 WILLOW LANE") for i in range(7)]
+    return spark.createDataFrame(rows, "ref_key string, text string")
+
+
+def test_the_engine_links_a_subset_the_same_with_the_subsets_counts(spark):
+    from pyspark.sql import functions as F
+
+    from hdwm.frequency import correction_map, corrected_frequencies
+    from hdwm.incremental import engine_link, raw_frequencies, subset_frequencies
+    from hdwm.tokenizer import tokenize
+
+    profile = load_profile("default")
+    pop = _population(spark)
+    freq = raw_frequencies(pop, profile).cache()
+    n = pop.count()
+    eff = profile.effective(n)
+    cmap = correction_map(freq, eff).cache()
+    assert cmap.filter(F.col("token").isin("SMTIH", "JONSE", "MAPEL", "WALKRE")).count() == 4  # the case has corrections
+    night = pop.filter(F.col("ref_key").rlike(r"-2$"))  # holds SMTIH and JONSE
+    neigh = pop.filter(F.col("ref_key").rlike(r"^a\|[0-4]-[01]$"))  # holds MAPEL
+    tok = tokenize(pop.withColumnRenamed("ref_key", "record_id"), profile)
+    night_tok = tok.join(night.select(F.col("ref_key").alias("record_id")), "record_id", "left_semi")
+    sub_freq, sub_cmap = subset_frequencies(freq, cmap, night_tok, tok, neigh, eff)
+    assert sub_freq.count() < freq.count() and sub_cmap.count() == 3  # really cut: WALKRE is not needed
+    # the corrected counts of every token the subset holds are the population's
+    whole = {r.token: r.freq for r in corrected_frequencies(freq, cmap).collect()}
+    for r in corrected_frequencies(sub_freq, sub_cmap).collect():
+        if r.token in whole:
+            assert r.freq == whole[r.token], r.token
+    assert whole["SMITH"] > freq.filter("token = 'SMITH'").first().freq  # SMTIH's count moved there
+    sub = night.unionByName(neigh)
+    both = []
+    for f, c in ((freq, cmap), (sub_freq, sub_cmap)):
+        clusters, _, _ = engine_link(spark, sub, profile, f, n, None, None, None, correction=c)
+        groups = {}
+        for r in clusters.collect():
+            groups.setdefault(r.cluster, []).append(r.ref_key)
+        both.append(sorted(sorted(g) for g in groups.values()))
+    assert both[0] == both[1]
+    assert any(len(g) > 1 for g in both[0])  # something was linked
