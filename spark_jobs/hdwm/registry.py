@@ -982,6 +982,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {'--to' if a.cmd == 'rollback' else '--ds'} must be YYYY-MM-DD, got {ds_arg!r}",
               file=sys.stderr)
         return 2
+    if not Path(a.registry).is_dir():
+        # a mistyped path would otherwise "prune" nothing and exit 0, or start Spark before failing
+        print(f"error: --registry {a.registry}: no such folder", file=sys.stderr)
+        return 2
+    if a.cmd in ("compact", "rebuild") and not (version_dir(a.registry, a.ds) / COMPLETE).is_file():
+        print(f"error: registry version {version_dir(a.registry, a.ds)} is missing or incomplete (no {COMPLETE})",
+              file=sys.stderr)
+        return 2
     try:
         if a.cmd == "prune":
             print(json.dumps(prune(a.registry, a.keep, a.grace_seconds), indent=2))

@@ -246,3 +246,7 @@ def test_rollback_makes_an_older_published_version_the_base(spark, tmp_path):
     assert main(["prune", "--registry", str(reg), "--keep", "0"]) == 2
     assert main(["prune", "--registry", str(reg), "--keep", "1", "--grace-seconds", "0"]) == 0
     assert versions(reg) == [D1, D2, D3]  # D2, D3 are rejected after the kept D1: a rerun may still use them
+    # a mistyped registry or version: exit 2 before any work (no "nothing pruned" success, no Spark start)
+    assert main(["prune", "--registry", str(tmp_path / "entitie"), "--keep", "1"]) == 2
+    assert main(["compact", "--registry", str(reg), "--ds", "2024-05-01"]) == 2
+    assert main(["compact", "--registry", str(tmp_path / "entitie"), "--ds", D1]) == 2
