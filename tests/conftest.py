@@ -14,6 +14,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
+#: JVM options for the short-lived Spark drivers the suite starts: each test's own spark-submit and
+#: every spark-submit of a DAG run (they inherit the environment). The C1 compiler only
+#: (``TieredStopAtLevel=1``): those JVMs live seconds to a few minutes on inputs of a few thousand
+#: rows, where the C2 compiler's threads spend more of the two cores than its code saves (a
+#: spark-submit of the cleanse job on FEBRL1: 75-97 s -> 57 s on a loaded 2-core box). The ``spark``
+#: fixture's JVM lives as long as the worker and keeps the defaults (C1 only made the in-process link
+#: tests slower: 506 s -> 552 s). Results do not depend on it (Java arithmetic is strict); executors
+#: of the standalone-cluster test and production runs keep the JVM's defaults. A SPARK_SUBMIT_OPTS
+#: already set (even empty) wins.
+SPARK_TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1"
+os.environ.setdefault("SPARK_SUBMIT_OPTS", SPARK_TEST_JVM_OPTS)
+
 
 @pytest.fixture(scope="session")
 def repo() -> Path:
@@ -45,7 +57,26 @@ def spark():
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
     from hdwm.spark import get_spark
 
-    session = get_spark(
+    # this JVM lives as long as the worker: the JVM's default compilers (see SPARK_TEST_JVM_OPTS)
+    ours = os.environ.get("SPARK_SUBMIT_OPTS") == SPARK_TEST_JVM_OPTS
+    if ours:
+        del os.environ["SPARK_SUBMIT_OPTS"]
+    try:
+        session = _fixture_session(get_spark)
+    finally:
+        if ours:
+            os.environ["SPARK_SUBMIT_OPTS"] = SPARK_TEST_JVM_OPTS
+    session.sparkContext.setLogLevel("WARN")
+    yield session
+    session.stop()
+    # py4j logs from __del__ after pytest closed its capture streams; keep it quiet.
+    import logging
+
+    logging.getLogger("py4j").setLevel(logging.ERROR)
+
+
+def _fixture_session(get_spark):
+    return get_spark(
         "washline-tests",
         {
             "spark.ui.enabled": "false",
@@ -54,13 +85,6 @@ def spark():
             "spark.driver.memory": "2g",
         },
     )
-    session.sparkContext.setLogLevel("WARN")
-    yield session
-    session.stop()
-    # py4j logs from __del__ after pytest closed its capture streams; keep it quiet.
-    import logging
-
-    logging.getLogger("py4j").setLevel(logging.ERROR)
 
 
 # --------------------------------------------------------------------------

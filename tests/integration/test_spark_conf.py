@@ -14,32 +14,14 @@ pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_spark_submit_conf_beats_defaults(tmp_path):
-    script = tmp_path / "probe.py"
-    script.write_text(
-        "import sys\n"
-        f"sys.path.insert(0, {str(REPO / 'spark_jobs')!r})\n"
-        "from hdwm.spark import get_spark\n"
-        "s = get_spark('conf-probe')\n"
-        "print('PROBE', s.conf.get('spark.sql.shuffle.partitions'),"
-        " s.conf.get('spark.sql.execution.arrow.maxRecordsPerBatch'), s.conf.get('spark.sql.session.timeZone'))\n"
-    )
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    out = subprocess.run(
-        [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
-         "--conf", "spark.sql.shuffle.partitions=3", str(script)],
-        env=env, capture_output=True, text=True, timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    probe = [line for line in out.stdout.splitlines() if line.startswith("PROBE")]
-    assert probe == ["PROBE 3 10000 UTC"]
-
-
 def test_small_machine_settings_and_what_submit_overrides(tmp_path):
     """Without --conf: memory fractions, AQE coalescing by size, bounded Arrow
-    batches, and shuffle partitions scaled to the input (one per core for a
-    small input, one per 25,000 references above). With --conf: every one of
-    them is the submitted value, and tune_for_input leaves the partitions alone."""
+    batches (size and records), the UTC session time zone, and shuffle
+    partitions scaled to the input (one per core for a small input, one per
+    25,000 references above). With --conf: every submitted setting is the
+    submitted value, tune_for_input leaves the partitions alone, and the
+    defaults still fill what nobody submitted (records per Arrow batch, time
+    zone). One spark-submit per case: each costs a JVM and a session."""
     script = tmp_path / "probe.py"
     script.write_text(
         "import sys\n"
@@ -50,7 +32,8 @@ def test_small_machine_settings_and_what_submit_overrides(tmp_path):
         "print('PROBE', c.get('spark.memory.fraction'), c.get('spark.memory.storageFraction'),"
         " s.conf.get('spark.sql.adaptive.coalescePartitions.parallelismFirst'),"
         " s.conf.get('spark.sql.execution.arrow.maxBytesPerBatch'),"
-        " tune_for_input(s, 5000), tune_for_input(s, 1000000))\n"
+        " tune_for_input(s, 5000), tune_for_input(s, 1000000),"
+        " s.conf.get('spark.sql.execution.arrow.maxRecordsPerBatch'), s.conf.get('spark.sql.session.timeZone'))\n"
     )
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     submit = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
@@ -60,11 +43,11 @@ def test_small_machine_settings_and_what_submit_overrides(tmp_path):
         assert out.returncode == 0, out.stderr[-3000:]
         return [line for line in out.stdout.splitlines() if line.startswith("PROBE")]
 
-    assert probe() == ["PROBE 0.7 0.3 false 33554432 2 40"]
+    assert probe() == ["PROBE 0.7 0.3 false 33554432 2 40 10000 UTC"]
     assert probe("--conf", "spark.memory.fraction=0.5", "--conf", "spark.memory.storageFraction=0.6",
                  "--conf", "spark.sql.adaptive.coalescePartitions.parallelismFirst=true",
                  "--conf", "spark.sql.execution.arrow.maxBytesPerBatch=1000000",
-                 "--conf", "spark.sql.shuffle.partitions=5") == ["PROBE 0.5 0.6 true 1000000 5 5"]
+                 "--conf", "spark.sql.shuffle.partitions=5") == ["PROBE 0.5 0.6 true 1000000 5 5 10000 UTC"]
 
 
 def test_shuffle_partitions_scale_with_the_input():

@@ -2,7 +2,8 @@
 
 Several hundred seeded random graphs (chains, stars, cliques, random trees,
 sparse Erdős–Rényi graphs and mixtures of them, with duplicate edges, reversed
-edges and self loops) of 10 to 100,000 nodes. The graphs of one batch get
+edges and self loops) of 10 to 20,000 nodes (``benchmarks/closure_scale.py``
+runs the same check on graphs of 100,000 nodes and more). The graphs of one batch get
 disjoint node ids (``<graph>:<label>``) and go into ONE edge DataFrame, so one
 ``connected_components`` call closes them all. The expected labelling is
 networkx's components, each labelled with its smallest id as a string (the
@@ -137,9 +138,10 @@ def _compare(spark, tmp_path, edges, name, local_max_edges=0):
     return rounds, row["components"]
 
 
-def test_several_hundred_small_graphs_in_one_batch(spark, tmp_path):
-    """300 graphs of 10 to 2,000 nodes (log-uniform sizes; cliques up to 60),
-    all shapes, in one DataFrame and one ``connected_components`` call."""
+@pytest.fixture(scope="module")
+def small_graphs():
+    """300 graphs of 10 to 2,000 nodes (log-uniform sizes; cliques up to 60), all
+    shapes: (edges, graphs per shape). Built once for the two tests that close them."""
     rnd = random.Random(20240615)
     shapes = ["chain", "star", "clique", "tree", "sparse", "mixture"]
     edges, kinds = [], {}
@@ -148,23 +150,24 @@ def test_several_hundred_small_graphs_in_one_batch(spark, tmp_path):
         n = int(math.exp(rnd.uniform(math.log(10), math.log(60 if shape == "clique" else 2000))))
         edges += _graph(rnd, gid, shape, n)
         kinds[shape] = kinds.get(shape, 0) + 1
+    return edges, kinds
+
+
+def test_several_hundred_small_graphs_in_one_batch(spark, tmp_path, small_graphs):
+    """300 graphs of 10 to 2,000 nodes (log-uniform sizes; cliques up to 60),
+    all shapes, in one DataFrame and one ``connected_components`` call."""
+    edges, kinds = small_graphs
     rounds, components = _compare(spark, tmp_path, edges, "small")
-    assert kinds == dict.fromkeys(shapes, 50)
+    assert kinds == dict.fromkeys(["chain", "star", "clique", "tree", "sparse", "mixture"], 50)
     assert rounds >= 2 and components > 300  # sparse graphs hold many components each
 
 
-def test_the_same_graphs_closed_on_the_driver(spark, tmp_path):
+def test_the_same_graphs_closed_on_the_driver(spark, tmp_path, small_graphs):
     """The 300 graphs above with ``local_max_edges`` above their edge count:
     closed in one SciPy call on the driver (0 rounds), labelled exactly as
     networkx (and so as the rounds); one edge fewer than the count as the limit
     sends the same edges through the rounds again."""
-    rnd = random.Random(20240615)
-    shapes = ["chain", "star", "clique", "tree", "sparse", "mixture"]
-    edges = []
-    for gid in range(300):
-        shape = shapes[gid % len(shapes)]
-        n = int(math.exp(rnd.uniform(math.log(10), math.log(60 if shape == "clique" else 2000))))
-        edges += _graph(rnd, gid, shape, n)
+    edges, _ = small_graphs
     rounds, components = _compare(spark, tmp_path, edges, "local", local_max_edges=len(edges))
     assert rounds == 0 and components > 300
     rounds, _ = _compare(spark, tmp_path, edges[:5000], "over", local_max_edges=4999)
@@ -184,14 +187,21 @@ def test_local_components_orders_like_spark_and_keeps_lone_ends():
         local_components(["a"], [])
 
 
-@pytest.mark.slow
-def test_graphs_of_100k_nodes(spark, tmp_path):
-    """A 100,000-node chain (the slow case for large-star/small-star: a long
-    path) and a 100,000-node mixture of chains, stars, trees and cliques with
-    bridges, together in one call."""
+#: nodes of each of the two large graphs below; ``benchmarks/closure_scale.py`` runs 100,000 and more
+BIG_NODES = 20_000
+
+
+def big_graphs(nodes: int = BIG_NODES):
+    """A ``nodes``-node chain and a ``nodes``-node mixture, seeded (the benchmark runs the same)."""
     rnd = random.Random(100_000)
-    edges = _graph(rnd, 0, "chain", 100_000) + _graph(rnd, 1, "mixture", 100_000)
-    rounds, components = _compare(spark, tmp_path, edges, "big")
+    return _graph(rnd, 0, "chain", nodes) + _graph(rnd, 1, "mixture", nodes)
+
+
+def test_graphs_of_20k_nodes(spark, tmp_path):
+    """A 20,000-node chain (the slow case for large-star/small-star: a long
+    path, many rounds) and a 20,000-node mixture of chains, stars, trees and
+    cliques with bridges, together in one call."""
+    rounds, components = _compare(spark, tmp_path, big_graphs(), "big")
     assert rounds >= 5 and components >= 2
 
 
