@@ -895,7 +895,8 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     if extra:
         touched = touched.unionByName(spark.createDataFrame([(e,) for e in sorted(extra)], "entity_id string"))
     touched = _freeze(touched.distinct())
-    big = base.entities.join(F.broadcast(touched), "entity_id", "left_semi").filter(F.col("member_count") > big_entity_warn)
+    big = (base.entities.join(F.broadcast(touched), "entity_id", "left_semi")
+           .filter(F.col("member_count") > big_entity_warn))
     big_rows = big.select("entity_id", "member_count").limit(10).collect()
     if big_rows:
         msg = (f"{len(big_rows)}{'+' if len(big_rows) == 10 else ''} entities with more than {big_entity_warn} members "
