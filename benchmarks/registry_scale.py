@@ -32,6 +32,7 @@ import io
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -149,7 +150,17 @@ def run_history(spark, link, gen, size: int, a, work: Path) -> list[dict]:
     reg = root / "lake" / "entities"
     start = date(2025, 1, 1)
     t = time.time()
-    seeded = seed_registry(spark, reg, hist, start.isoformat(), a.profile)
+    kept = work / f"seed-{a.generator}-{a.seed}-{size}"
+    shutil.rmtree(root, ignore_errors=True)  # nights of an earlier run in the same --work
+    if (kept / "_SEEDED.json").is_file():  # an earlier run's seeded history: copied, not recomputed
+        shutil.copytree(kept / "entities", reg)
+        seeded = json.loads((kept / "_SEEDED.json").read_text())
+    else:
+        seeded = seed_registry(spark, reg, hist, start.isoformat(), a.profile)
+        if a.keep_seed:
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.copytree(reg, kept / "entities")
+            (kept / "_SEEDED.json").write_text(json.dumps(seeded))
     print(f"[bench] history {size}: registry seeded in {time.time() - t:.1f}s ({seeded['entities_total']} entities, "
           f"{folder_bytes(reg)} bytes)", file=sys.stderr, flush=True)
     out = []
@@ -211,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="default")
     ap.add_argument("--work", default=None, help="working folder (default: a new temp folder)")
     ap.add_argument("--json", default=None, help="write the per-night records here too")
+    ap.add_argument("--keep-seed", action="store_true",
+                    help="keep each seeded history under --work and copy it on later runs with the same "
+                         "generator, seed and size (the seeding is not what is measured)")
     a = ap.parse_args(argv)
     try:
         sizes = parse_sizes(a.history)

@@ -858,9 +858,13 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
 
     # 1. frequencies: base + night, minus the old text of references sent again
     night_tok = _freeze(tokenize(night.select(F.col("ref_key").alias("record_id"), "text"), profile))
-    resent = base_mem.join(F.broadcast(night.select("ref_key")), "ref_key", "left_semi")
-    resent = _freeze(resent)
-    n_resent = resent.count()
+    # references sent again: found on the key columns alone (a narrow scan of the members); their
+    # whole rows (text, entity) are read only when there are some
+    resent_keys = _freeze(base_mem.select("ref_key").join(F.broadcast(night.select("ref_key")), "ref_key",
+                                                          "left_semi"))
+    n_resent = resent_keys.count()
+    resent = _freeze(base_mem.join(F.broadcast(resent_keys), "ref_key", "left_semi")) if n_resent else \
+        base_mem.limit(0)
     deltas = [token_frequencies(night_tok)]
     if n_resent:
         old_tok = tokenize(resent.select(F.col("ref_key").alias("record_id"), "text"), profile)
