@@ -247,6 +247,14 @@ def timed_publish_steps() -> Iterator[list[dict[str, Any]]]:
 REGISTRY = ("entity_members", "entities")
 
 
+def suite_of(sql: str) -> str | None:
+    """The suite whose per-run view ``sql`` reads (``wlgx_<suite>_<yyyymmdd>_<token>``), if any."""
+    import re
+
+    hit = re.search(r"wlgx_([a-z_]+?)_\d{8}_", sql)
+    return hit.group(1) if hit else None
+
+
 def scanned_rows(node: dict[str, Any]) -> int:
     """Rows the scans of the published registry (``entity_members``, ``entities``) in an ``EXPLAIN
     (ANALYZE, FORMAT JSON)`` plan produced or filtered out, over all loops and parallel workers."""
@@ -355,7 +363,8 @@ def run_one(n: int, explain: bool) -> dict[str, Any]:
                                     for e in summary["expectations"] if e["status"] not in ("PASS", "SKIPPED")],
                         "statements": len(statements),
                         "sql_seconds": round(sum(s["seconds"] for s in statements), 2),
-                        "slowest": [{"seconds": s["seconds"], "sql": " ".join(s["sql"].split())[:220]}
+                        "slowest": [{"seconds": s["seconds"], "suite": suite_of(s["sql"]),
+                                     "sql": " ".join(s["sql"].split())[:220]}
                                     for s in sorted(statements, key=lambda s: -s["seconds"])[:6]]}
 
         # rows of the published registry each statement scans (EXPLAIN ANALYZE; the publish's
