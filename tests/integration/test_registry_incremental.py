@@ -182,3 +182,86 @@ def test_an_older_staging_entities_table_gets_the_removed_flag(staging_conn, tmp
     night(staging_conn, tmp_path, lake, D1, "run-1")
     night(staging_conn, tmp_path, lake, D2, "run-2")
     assert rows(staging_conn, "SELECT COUNT(*) FROM staging_entities WHERE ds = '2025-01-02' AND removed = 1") == [(1,)]
+
+
+def scanned_registry_rows(cur, sql):
+    """Rows the scans of ``entity_members`` and ``entities`` in ``sql``'s plan produced or filtered out,
+    over all their loops (``EXPLAIN ANALYZE``: index-only scans included; a branch never run counts 0)."""
+    cur.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
+    plan = cur.fetchone()[0]
+    plan = (plan[0] if isinstance(plan, list) else plan)["Plan"]
+
+    def walk(node):
+        own = 0
+        if node.get("Relation Name") in ("entity_members", "entities"):
+            own = (node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0)) * node.get("Actual Loops", 0)
+        return own + sum(walk(child) for child in node.get("Plans", []))
+
+    return walk(plan)
+
+
+#: Rows a transaction has read so far from the published registry (PostgreSQL's per-transaction counters:
+#: rows returned by sequential scans plus rows fetched through an index).
+REGISTRY_READS = ("SELECT COALESCE(SUM(seq_tup_read + COALESCE(idx_tup_fetch, 0)), 0) FROM pg_stat_xact_user_tables "
+                  "WHERE relname IN ('entity_members', 'entities')")
+PAD = 60_000  # stored references added to the published registry, in 30,000 entities of 2
+
+
+def test_an_incremental_night_reads_its_delta_not_the_registry(staging_conn, tmp_path, lake, request, monkeypatch):
+    """A night's GX slice queries and its publish read the published registry by key for the rows the
+    night stages, never the whole table: with 60,000 more stored references, each reads fewer than
+    1,000 registry rows (a whole-table COUNT(*) reads them all), and the totals still reconcile."""
+    if request.node.callspec.params["staging_conn"] != "postgres":
+        pytest.skip("per-transaction table counters are PostgreSQL's")
+    from washline.quality import runner
+    from washline.staging import publish
+
+    night(staging_conn, tmp_path, lake, D1, "run-1")
+    hook, _ = get_db_hook(staging_conn)
+    conn = hook.get_conn()
+    cur = conn.cursor()
+    cur.execute("INSERT INTO entity_members SELECT 'pad', 'p-' || g, 'E' || lpad(to_hex(4294967296 + g / 2), 16, '0'), "
+                f"'{D1}', '{D1}' FROM generate_series(0, {PAD} - 1) g")
+    cur.execute("INSERT INTO entities SELECT 'E' || lpad(to_hex(4294967296 + k), 16, '0'), 2, "
+                f"'{D1}', '{D1}', NULL FROM generate_series(0, {PAD // 2} - 1) k")
+    cur.execute(f"UPDATE entity_registry_state SET references_total = references_total + {PAD}, "
+                f"entities_total = entities_total + {PAD // 2}")
+    conn.commit()
+    cur.execute("ANALYZE entity_members, entities")  # what autovacuum does after such a load
+    conn.commit()
+
+    paths = RunPaths(D2, tmp_path, tmp_path / "landing")
+    entity_sources, version = registry_staging(paths, staging_conn, None)
+    assert version["publish_mode"] == INCREMENTAL
+    version = {**version, "references_total": version["references_total"] + PAD,
+               "entities_total": version["entities_total"] + PAD // 2}
+    load_slice(staging_conn, D2, {**write_slice(tmp_path / "spark" / "run-2", D2, n=4), **entity_sources}, "run-2",
+               registry_version=version)
+    assert runner.refresh_statistics(staging_conn, "postgres")  # as check_quality does before validating
+
+    for suite in (*runner.REGISTRY_SUITE_NAMES, "staging_clusters"):
+        # every column computed (a COUNT(*) around the query would let the planner drop them)
+        assert scanned_registry_rows(cur, runner.query_for(suite, D2, "postgres", registry=True)) < 1_000, suite
+    conn.close()
+
+    reads = []
+
+    def counted(cur, step, dialect, params):
+        out = execute(cur, step, dialect, params)
+        if step.name == "prune:staging_entity_versions":  # the last registry statement
+            probe = cur.connection.cursor()
+            probe.execute(REGISTRY_READS)
+            reads.append(probe.fetchone()[0])
+        return out
+
+    execute = publish._execute
+    monkeypatch.setattr(publish, "_execute", counted)
+    out = publish_slice(staging_conn, D2, with_entities=True)
+    assert out["registry"]["mode"] == INCREMENTAL
+    assert reads and reads[0] < 1_000, reads
+    n2 = three_nights()[1]
+    assert out["rows"]["entity_members"] == len(n2.members) + PAD
+    assert rows(staging_conn, "SELECT COUNT(*) FROM entity_members") == [(len(n2.members) + PAD,)]
+    assert rows(staging_conn, "SELECT COUNT(*) FROM entities") == [(out["rows"]["entities"],)]
+    published = tables(staging_conn)
+    assert [m for m in published["entity_members"] if m[0] != "pad"] == expected_registry([n2])["entity_members"]

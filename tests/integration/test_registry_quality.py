@@ -238,3 +238,27 @@ def test_failed_reconciliation_blocks_publish(staging_conn, tmp_path, request):
         publish_slice(staging_conn, D2, with_entities=True)
     hook, _ = get_db_hook(staging_conn)
     assert hook.get_records("SELECT ds FROM entity_registry_state") == [(D1,)]
+
+
+def test_incremental_continuity_checks_the_entities_the_night_removes(staging_conn, tmp_path):
+    """On an incremental night only the published entities staged as removed can vanish (the others
+    are upserted or left alone): continuity reads those, and still fails one without a merge row."""
+    n1, n2, _ = three_nights()
+    lake = tmp_path / "lake"
+    write_layered(lake, n1, None)
+    write_layered(lake, n2, n1)
+    stage_lake(staging_conn, tmp_path, D1, 4)
+    publish_slice(staging_conn, D1, with_entities=True)
+    assert stage_lake(staging_conn, tmp_path, D2, 4)["publish_mode"] == "incremental"
+    summary = validate(staging_conn, tmp_path, n2.complete())
+    hit = row(summary, "entity_continuity", "expect_column_values_to_be_null", "vanished_id")
+    assert hit["status"] == "PASS" and hit["element_count"] == 1, runner.format_table(summary)  # 1 of 4 published
+    assert not failing(summary), runner.format_table(summary)
+    merge = next(c for c in n2.changes if c[1] == "merge")
+    vanished = next(e for e in merge[2].split(",") if e != merge[0])
+    execute(staging_conn, f"UPDATE staging_entity_changes SET from_entity_ids = '{merge[0]}' "
+                          f"WHERE ds = '{D2}' AND change = 'merge'")
+    summary = validate(staging_conn, tmp_path / "again", n2.complete())
+    hit = row(summary, "entity_continuity", "expect_column_values_to_be_null", "vanished_id")
+    assert hit["status"] == "FAIL" and hit["unexpected_count"] == 1 and hit["sample"] == [vanished]
+    assert summary["blocks_publish"]

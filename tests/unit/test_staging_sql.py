@@ -177,6 +177,11 @@ def test_incremental_entity_publish_statements_match_reviewed_files(dialect):
     text = _entity_publish_text(dialect, "washline" if dialect != "sqlite" else None, "incremental")
     assert "-- delete:entity_members" not in text and "-- delete:entities " not in text  # nothing replaced whole
     assert "-- upsert:entity_members" in text and "-- upsert:entities" in text
+    # no whole-table count: the totals are the held version's plus the delta's new rows minus its removed ones
+    assert "-- count:entity_members" not in text and "-- count:entities " not in text
+    assert text.index("-- new:entity_members") < text.index("-- upsert:entity_members")
+    assert text.index("-- removed:entities") < text.index("-- delete_removed:entities")
+    assert re.search(r"SELECT ds, references_total, entities_total FROM \S*entity_registry_state", text, re.I)
     assert re.search(r"DELETE FROM \S*entities\S* WHERE entity_id IN \(SELECT entity_id FROM "
                      r"\S*staging_entities\S* WHERE ds = \S+ AND removed = 1\)", text, re.I)
     _assert_expected(f"publish_entities_incremental_{dialect}.sql", text)

@@ -58,19 +58,19 @@ SLICE_QUERIES = {
     # flag. Linked in isolation, that is the night's link rows naming it; with
     # the entity registry a cluster is an entity and its cluster_size counts
     # every member up to ds, so it is reconciled with the members the entity
-    # has after publish ({state_members}: the staged members, plus on an
-    # incremental publish the published members the night did not restage).
+    # has after publish: the staged members, plus on an incremental publish the
+    # published members the night did not restage ({kept_c}: counted per
+    # cluster through the published members' entity index, so the query reads
+    # the night's entities, not the registry).
     "staging_clusters": (
         "SELECT c.ds AS ds, c.cluster_id AS cluster_id, c.cluster_size AS cluster_size, "
-        "COALESCE(m.members + COALESCE(p.members, 0), l.linked_records, 0) AS linked_records, "
+        "COALESCE(m.members + {kept_c}, l.linked_records, 0) AS linked_records, "
         "CASE WHEN c.cluster_size = 1 THEN 1 ELSE 0 END AS singleton "
         "FROM {clusters} c LEFT JOIN ("
         "SELECT cluster_id, COUNT(*) AS linked_records FROM {links} WHERE ds = '{ds}' "
         "GROUP BY cluster_id) l ON l.cluster_id = c.cluster_id "
         "LEFT JOIN (SELECT entity_id, COUNT(*) AS members FROM {members} WHERE ds = '{ds}' "
         "GROUP BY entity_id) m ON m.entity_id = c.cluster_id "
-        "LEFT JOIN ({kept_members} AND pm.entity_id IN (SELECT cluster_id FROM {clusters} WHERE ds = '{ds}') "
-        "GROUP BY pm.entity_id) p ON p.entity_id = c.cluster_id "
         "WHERE c.ds = '{ds}'"
     ),
     # Entity registry. What is staged is what the night publishes: its delta (an
@@ -97,7 +97,8 @@ SLICE_QUERIES = {
         "WHERE m.ds = '{ds}'"
     ),
     # Each staged entity with the members naming it after publish (staged ones,
-    # plus on an incremental publish the published ones not restaged), its
+    # plus on an incremental publish the published ones not restaged, {kept_e}:
+    # counted per staged entity, as {kept_c} above), its
     # member_count when live (NULL when removed) and a 0/1 flag for a removed
     # row that still carries members or a golden record.
     "staging_entities": (
@@ -106,12 +107,10 @@ SLICE_QUERIES = {
         "CASE WHEN e.removed = 1 THEN NULL ELSE e.member_count END AS live_member_count, "
         "CASE WHEN e.removed = 1 AND (e.member_count <> 0 OR e.golden_record IS NOT NULL) THEN 1 ELSE 0 END "
         "AS bad_removed, "
-        "COALESCE(m.members, 0) + COALESCE(p.members, 0) AS counted_members "
+        "COALESCE(m.members, 0) + {kept_e} AS counted_members "
         "FROM {entities} e LEFT JOIN ("
         "SELECT entity_id, COUNT(*) AS members FROM {members} WHERE ds = '{ds}' GROUP BY entity_id) m "
         "ON m.entity_id = e.entity_id "
-        "LEFT JOIN ({kept_members} AND pm.entity_id IN (SELECT entity_id FROM {entities} WHERE ds = '{ds}') "
-        "GROUP BY pm.entity_id) p ON p.entity_id = e.entity_id "
         "WHERE e.ds = '{ds}'"
     ),
     # Each of the night's change rows with its entity looked up among the live
@@ -126,32 +125,38 @@ SLICE_QUERIES = {
         "ON e.entity_id = c.entity_id "
         "WHERE c.ds = '{ds}'"
     ),
-    # Each PUBLISHED entity of the state the night linked against: vanished_id
-    # is its id when it is gone after publish (no live staged row, and not left
-    # alone by an incremental publish) and not named by a merge or split row of
-    # the night, else NULL. On a rerun of the latest published date the
-    # published state is that date's earlier result, so the ids that result
+    # Each PUBLISHED entity of the state the night linked against that the
+    # publish may remove: vanished_id is its id when it is gone after publish (no
+    # live staged row, and not left alone by an incremental publish) and not
+    # named by a merge or split row of the night, else NULL. A full publish
+    # replaces the tables, so every published entity is checked; an incremental
+    # one deletes only the entities staged with removed = 1 and leaves the
+    # others alone, so only those are read (the query costs the night's delta,
+    # not the registry's size; the other branch is skipped by its constant
+    # filter). On a rerun of the latest published date (always a full publish)
+    # the published state is that date's earlier result, so the ids that result
     # minted (a published change row of the date: ``new``, or a ``split`` part
     # that is not its own source) are left out: they were not in the
     # predecessor's state, and a rerun may mint others.
     "entity_continuity": (
         "SELECT p.entity_id AS entity_id, "
         "CASE WHEN EXISTS (SELECT 1 FROM {entities} s WHERE s.ds = '{ds}' AND s.entity_id = p.entity_id "
-        "AND s.removed = 0) "
-        "OR ({incremental} AND NOT EXISTS (SELECT 1 FROM {entities} s WHERE s.ds = '{ds}' "
-        "AND s.entity_id = p.entity_id)) "
-        "OR EXISTS (SELECT 1 FROM {changes} c WHERE c.ds = '{ds}' AND c.change IN ('merge', 'split') "
-        "AND ',' {cat} c.from_entity_ids {cat} ',' LIKE '%,' {cat} p.entity_id {cat} ',%') "
-        "THEN NULL ELSE p.entity_id END AS vanished_id "
+        "AND s.removed = 0) OR {named} THEN NULL ELSE p.entity_id END AS vanished_id "
         "FROM {published_entities} p "
-        "WHERE NOT EXISTS (SELECT 1 FROM {published_changes} m WHERE m.ds = '{ds}' "
-        "AND m.entity_id = p.entity_id AND (m.change = 'new' OR (m.change = 'split' "
-        "AND ',' {cat} COALESCE(m.from_entity_ids, '') {cat} ',' NOT LIKE '%,' {cat} p.entity_id {cat} ',%')))"
+        "WHERE NOT {incremental} AND {not_minted} "
+        "UNION ALL "
+        "SELECT p.entity_id AS entity_id, CASE WHEN {named} THEN NULL ELSE p.entity_id END AS vanished_id "
+        "FROM {published_entities} p "
+        "WHERE {incremental} AND p.entity_id IN (SELECT s.entity_id FROM {entities} s WHERE s.ds = '{ds}' "
+        "AND s.removed = 1) AND {not_minted}"
     ),
     # One row: the registry's totals before and after the publish the night
-    # staged. Incremental: before = the published tables, new = staged live
-    # entities / members the published tables lack, removed = staged removed
-    # rows of published entities. Full: before = 0 and everything staged is new.
+    # staged. Incremental: before = the totals of the version the published
+    # tables hold (entity_registry_state, reconciled when it was published;
+    # counted only when the state names another version than the night's base),
+    # new = staged live entities / members the published tables lack (looked up
+    # by key), removed = staged removed rows of published entities; nothing reads
+    # the whole registry. Full: before = 0 and everything staged is new.
     # entities_after / members_after must equal the manifest's entities_total /
     # references_total (no row = the version row is missing).
     "entity_reconciliation": (
@@ -161,13 +166,15 @@ SLICE_QUERIES = {
         "r.members_before AS members_before, r.members_new AS members_new, "
         "r.members_before + r.members_new AS members_after "
         "FROM (SELECT v.ds AS ds, v.publish_mode AS publish_mode, "
-        "CASE WHEN v.publish_mode = 'incremental' THEN (SELECT COUNT(*) FROM {published_entities}) ELSE 0 END "
+        "CASE WHEN v.publish_mode = 'incremental' THEN COALESCE((SELECT st.entities_total FROM {state} st "
+        "WHERE st.ds = v.base_ds), (SELECT COUNT(*) FROM {published_entities})) ELSE 0 END "
         "AS entities_before, "
         "(SELECT COUNT(*) FROM {entities} s WHERE s.ds = v.ds AND s.removed = 0 AND (v.publish_mode <> 'incremental' "
         "OR NOT EXISTS (SELECT 1 FROM {published_entities} p WHERE p.entity_id = s.entity_id))) AS entities_new, "
         "(SELECT COUNT(*) FROM {entities} s WHERE s.ds = v.ds AND s.removed = 1 AND v.publish_mode = 'incremental' "
         "AND EXISTS (SELECT 1 FROM {published_entities} p WHERE p.entity_id = s.entity_id)) AS entities_removed, "
-        "CASE WHEN v.publish_mode = 'incremental' THEN (SELECT COUNT(*) FROM {published_members}) ELSE 0 END "
+        "CASE WHEN v.publish_mode = 'incremental' THEN COALESCE((SELECT st.references_total FROM {state} st "
+        "WHERE st.ds = v.base_ds), (SELECT COUNT(*) FROM {published_members})) ELSE 0 END "
         "AS members_before, "
         "(SELECT COUNT(*) FROM {members} s WHERE s.ds = v.ds AND (v.publish_mode <> 'incremental' "
         "OR NOT EXISTS (SELECT 1 FROM {published_members} p WHERE p.source = s.source "
@@ -202,15 +209,29 @@ def query_for(suite: str, ds: str, dialect: str, schema: str | None = None, regi
                    "AND v.publish_mode = 'incremental')")
     members = qualify("staging_entity_members", dialect, schema)
     published_members = qualify("entity_members", dialect, schema)
-    # the published members an incremental publish keeps as they are (not restaged), per entity
-    kept_members = (f"SELECT pm.entity_id AS entity_id, COUNT(*) AS members FROM {published_members} pm "
-                    f"WHERE {incremental} AND NOT EXISTS (SELECT 1 FROM {members} sm WHERE sm.ds = '{ds}' "
-                    "AND sm.source = pm.source AND sm.record_id = pm.record_id)")
-    if not registry and suite == "staging_clusters":  # no registry: no published member to count
-        kept_members = f"SELECT pm.entity_id AS entity_id, COUNT(*) AS members FROM {members} pm WHERE 1 = 0"
-    return SLICE_QUERIES[suite].format(
-        ds=ds, versions=versions, incremental=incremental, kept_members=kept_members,
-        published_members=published_members, dob=DATE_TEXT.get(dialect, "r.date_of_birth"), cat=CONCAT.get(dialect, "||"),
+
+    # the published members of entity {outer} that an incremental publish keeps as they are (not restaged):
+    # a correlated count per staged row (the entity index of entity_members; never a scan of the registry)
+    def kept(outer: str) -> str:
+        return (f"CASE WHEN {incremental} THEN (SELECT COUNT(*) FROM {published_members} pm "
+                f"WHERE pm.entity_id = {outer} AND NOT EXISTS (SELECT 1 FROM {members} sm WHERE sm.ds = '{ds}' "
+                "AND sm.source = pm.source AND sm.record_id = pm.record_id)) ELSE 0 END")
+
+    kept_c = kept("c.cluster_id") if registry else "0"  # no registry: staging tables only
+    # a night's merge or split row names p (continuity), and p is not an id the date's earlier publish minted
+    cat = CONCAT.get(dialect, "||")
+    named = (f"EXISTS (SELECT 1 FROM {{changes}} c WHERE c.ds = '{ds}' AND c.change IN ('merge', 'split') "
+             f"AND ',' {cat} c.from_entity_ids {cat} ',' LIKE '%,' {cat} p.entity_id {cat} ',%')")
+    not_minted = (f"NOT EXISTS (SELECT 1 FROM {{published_changes}} m WHERE m.ds = '{ds}' "
+                  f"AND m.entity_id = p.entity_id AND (m.change = 'new' OR (m.change = 'split' "
+                  f"AND ',' {cat} COALESCE(m.from_entity_ids, '') {cat} ',' NOT LIKE '%,' {cat} p.entity_id {cat} ',%')))")
+    text = SLICE_QUERIES[suite]
+    if suite == "entity_continuity":
+        text = text.replace("{named}", named).replace("{not_minted}", not_minted)
+    return text.format(
+        ds=ds, versions=versions, incremental=incremental, kept_c=kept_c, kept_e=kept("e.entity_id"),
+        state=qualify("entity_registry_state", dialect, schema),
+        published_members=published_members, dob=DATE_TEXT.get(dialect, "r.date_of_birth"), cat=cat,
         records=qualify("staging_records", dialect, schema), links=qualify("staging_links", dialect, schema),
         clusters=qualify("staging_clusters", dialect, schema),
         members=qualify("staging_entity_members", dialect, schema),

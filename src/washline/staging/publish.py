@@ -32,6 +32,12 @@ Either way the tables are then reconciled with the version's manifest
 ``entities_total``; otherwise rolled back) and ``entity_registry_state`` is set to
 the version (one row: ``ds``, ``base_ds``, mode and reason, totals,
 ``published_at``), in the same transaction. Staged dates before ``ds`` are pruned.
+A full publish counts the tables. An incremental one never reads the whole
+registry: its rows are the held version's totals (from ``entity_registry_state``,
+reconciled when that version was published) plus the staged keys the tables
+lacked, minus the removed entities they held, each counted by key before the
+upsert; so a night's publish costs what the night changed (``benchmarks/publish_scale.py``).
+Rows changed in the published tables outside a publish are not noticed by it.
 
 A rerun of a published date: the database holds ``d`` itself, not ``d``'s base,
 so the rerun publishes in full. The alternative, keeping the base's record to
@@ -179,8 +185,12 @@ def entity_publish_plan(dialect: str, columns: dict[str, list[str]], schema: str
     version the lake was rolled back from). ``incremental``: the staged delta is
     upserted (:func:`upsert_sql`, keyed by each table's primary key from the
     spec), entities staged with ``removed = 1`` are deleted, and the night's
-    ``entity_changes`` rows are replaced. Both then count the tables, record the
-    version in ``entity_registry_state`` and prune earlier staged dates.
+    ``entity_changes`` rows are replaced. A full publish then counts
+    ``entity_members`` and ``entities``; an incremental one counts, before its
+    upserts, the staged keys the tables lack (``new:<table>``) and the removed
+    entities they hold (``removed:entities``), and adds them to the held
+    version's totals (the ``held`` step). Both record the version in
+    ``entity_registry_state`` and prune earlier staged dates.
 
     Args:
         dialect: target dialect.
@@ -198,7 +208,7 @@ def entity_publish_plan(dialect: str, columns: dict[str, list[str]], schema: str
     steps = [
         Step("version", f"SELECT {version_cols} FROM {q('staging_entity_versions')} "
                         "WHERE ds = :ds AND load_id = :load_id"),
-        Step("held", f"SELECT ds FROM {q('entity_registry_state')}"),
+        Step("held", f"SELECT ds, references_total, entities_total FROM {q('entity_registry_state')}"),
     ]
     for staging in ENTITY_STAGING_TABLES:
         steps.append(Step(f"other_load_ids:{staging}",
@@ -217,14 +227,24 @@ def entity_publish_plan(dialect: str, columns: dict[str, list[str]], schema: str
         if mode == FULL:
             steps.append(Step(f"delete:{published}", f"DELETE FROM {q(published)}"))
             steps.append(Step(f"insert:{published}", f"INSERT INTO {q(published)} ({cols}) {select}"))
-        else:
-            steps.append(Step(f"upsert:{published}", upsert_sql(dialect, q(published), select, columns[published],
-                                                                TABLES[published].primary_key)))
-            if published == "entities":
-                steps.append(Step("delete_removed:entities",
-                                  f"DELETE FROM {q(published)} WHERE entity_id IN "
-                                  f"(SELECT entity_id FROM {q(staging)} WHERE ds = :ds AND removed = 1)"))
-        steps.append(Step(f"count:{published}", f"SELECT COUNT(*) FROM {q(published)}"))
+            steps.append(Step(f"count:{published}", f"SELECT COUNT(*) FROM {q(published)}"))
+            continue
+        # incremental: the rows the delta adds and removes, counted by key before the statements
+        # (index probes per staged row), so the totals reconcile without reading the whole table
+        key = " AND ".join(f"p.{k} = s.{k}" for k in TABLES[published].primary_key)
+        staged_live = " AND s.removed = 0" if published == "entities" else ""
+        steps.append(Step(f"new:{published}", f"SELECT COUNT(*) FROM {q(staging)} s WHERE s.ds = :ds{staged_live} "
+                                              f"AND NOT EXISTS (SELECT 1 FROM {q(published)} p WHERE {key})"))
+        if published == "entities":
+            steps.append(Step("removed:entities", f"SELECT COUNT(*) FROM {q(staging)} s WHERE s.ds = :ds "
+                                                  f"AND s.removed = 1 AND EXISTS "
+                                                  f"(SELECT 1 FROM {q(published)} p WHERE {key})"))
+        steps.append(Step(f"upsert:{published}", upsert_sql(dialect, q(published), select, columns[published],
+                                                            TABLES[published].primary_key)))
+        if published == "entities":
+            steps.append(Step("delete_removed:entities",
+                              f"DELETE FROM {q(published)} WHERE entity_id IN "
+                              f"(SELECT entity_id FROM {q(staging)} WHERE ds = :ds AND removed = 1)"))
     state_cols = ", ".join(quote_ident(c, dialect) for c in (*VERSION_COLUMNS, "ds", "load_id"))
     steps.append(Step("delete:entity_registry_state", f"DELETE FROM {q('entity_registry_state')}"))
     steps.append(Step("insert:entity_registry_state",
@@ -259,7 +279,9 @@ def publish_slice(conn_id: str, ds: str, *, schema: str | None = None,
     Returns:
         ``{"rows": {published_table: n}, "load_id": id, "seconds": s, "dialect": d}``;
         on a registry night ``rows`` also holds ``entity_members``, ``entities``
-        (whole tables) and ``entity_changes`` (the date's rows), and
+        (whole tables: counted on a full publish, the held totals plus the
+        delta's new rows minus its removed ones on an incremental one) and
+        ``entity_changes`` (the date's rows), and
         ``registry`` is ``{"mode": "incremental" | "full", "reason", "base_ds",
         "held_ds"}`` (the path taken and why).
 
@@ -410,8 +432,8 @@ def _publish_entities(cur: Any, dialect: str, schema: str | None, columns: dict[
             f"staging_entity_versions holds no row of load {load_id!r} for ds={ds}: the registry version was not "
             "staged with the slice (run load_staging again). Nothing published.")
     version = dict(zip(VERSION_COLUMNS, row))
-    held = [r[0] for r in _execute(cur, probe["held"], dialect, params).fetchall()]
-    held_ds = held[0] if len(held) == 1 else None
+    held = _execute(cur, probe["held"], dialect, params).fetchall()
+    held_ds = held[0][0] if len(held) == 1 else None
     mode = version["publish_mode"]
     if mode == INCREMENTAL and held_ds != version["base_ds"]:
         raise NothingToPublish(
@@ -427,11 +449,20 @@ def _publish_entities(cur: Any, dialect: str, schema: str | None, columns: dict[
                     "staged (publishing it would empty the published registry). Nothing published.")
     log.info("registry ds=%s: %s publish (%s)", ds, mode, version["reason"])
     counts: dict[str, int] = {}
+    # incremental: the held version's totals (reconciled when it was published) plus what the delta adds
+    # minus what it removes, so that a night costs what it changes, not the size of the registry
+    before = {"entity_members": int(held[0][1]), "entities": int(held[0][2])} if mode == INCREMENTAL else {}
     for staging, published in ENTITY_TABLES.items():
+        if f"new:{published}" in plan:
+            counts[published] = before[published] + int(
+                _execute(cur, plan[f"new:{published}"], dialect, params).fetchone()[0])
+        if f"removed:{published}" in plan:
+            counts[published] -= int(_execute(cur, plan[f"removed:{published}"], dialect, params).fetchone()[0])
         for name in (f"delete:{published}", f"insert:{published}", f"upsert:{published}", f"delete_removed:{published}"):
             if name in plan:
                 _execute(cur, plan[name], dialect, params)
-        counts[published] = _execute(cur, plan[f"count:{published}"], dialect, params).fetchone()[0]
+        if f"count:{published}" in plan:
+            counts[published] = _execute(cur, plan[f"count:{published}"], dialect, params).fetchone()[0]
     expected = {"entity_members": version["references_total"], "entities": version["entities_total"],
                 "entity_changes": staged["staging_entity_changes"]}
     wrong = {t: (counts[t], int(n)) for t, n in expected.items() if counts[t] != int(n)}

@@ -2,7 +2,7 @@
 SELECT "base_ds", "publish_mode", "reason", "held_ds", "references_total", "entities_total" FROM "washline"."staging_entity_versions" WHERE ds = %(ds)s AND load_id = %(load_id)s;
 
 -- held  params={}
-SELECT ds FROM "washline"."entity_registry_state";
+SELECT ds, references_total, entities_total FROM "washline"."entity_registry_state";
 
 -- other_load_ids:staging_entity_members  params={'ds': '2025-01-01', 'load_id': 'scheduled__2025-01-01T02:00:00+00:00'}
 SELECT COUNT(*) FROM "washline"."staging_entity_members" WHERE ds = %(ds)s AND load_id <> %(load_id)s;
@@ -22,20 +22,23 @@ SELECT COUNT(*) FROM "washline"."staging_entity_changes" WHERE ds = %(ds)s AND l
 -- staged:staging_entity_changes  params={'ds': '2025-01-01'}
 SELECT COUNT(*) FROM "washline"."staging_entity_changes" WHERE ds = %(ds)s;
 
+-- new:entity_members  params={'ds': '2025-01-01'}
+SELECT COUNT(*) FROM "washline"."staging_entity_members" s WHERE s.ds = %(ds)s AND NOT EXISTS (SELECT 1 FROM "washline"."entity_members" p WHERE p.source = s.source AND p.record_id = s.record_id);
+
 -- upsert:entity_members  params={'ds': '2025-01-01'}
 INSERT INTO "washline"."entity_members" ("source", "record_id", "entity_id", "first_seen_ds", "last_changed_ds") SELECT "source", "record_id", "entity_id", "first_seen_ds", "last_changed_ds" FROM "washline"."staging_entity_members" WHERE ds = %(ds)s ON CONFLICT ("source", "record_id") DO UPDATE SET "entity_id" = excluded."entity_id", "first_seen_ds" = excluded."first_seen_ds", "last_changed_ds" = excluded."last_changed_ds";
 
--- count:entity_members  params={}
-SELECT COUNT(*) FROM "washline"."entity_members";
+-- new:entities  params={'ds': '2025-01-01'}
+SELECT COUNT(*) FROM "washline"."staging_entities" s WHERE s.ds = %(ds)s AND s.removed = 0 AND NOT EXISTS (SELECT 1 FROM "washline"."entities" p WHERE p.entity_id = s.entity_id);
+
+-- removed:entities  params={'ds': '2025-01-01'}
+SELECT COUNT(*) FROM "washline"."staging_entities" s WHERE s.ds = %(ds)s AND s.removed = 1 AND EXISTS (SELECT 1 FROM "washline"."entities" p WHERE p.entity_id = s.entity_id);
 
 -- upsert:entities  params={'ds': '2025-01-01'}
 INSERT INTO "washline"."entities" ("entity_id", "member_count", "first_seen_ds", "last_changed_ds", "golden_record") SELECT "entity_id", "member_count", "first_seen_ds", "last_changed_ds", "golden_record" FROM "washline"."staging_entities" WHERE ds = %(ds)s AND removed = 0 ON CONFLICT ("entity_id") DO UPDATE SET "member_count" = excluded."member_count", "first_seen_ds" = excluded."first_seen_ds", "last_changed_ds" = excluded."last_changed_ds", "golden_record" = excluded."golden_record";
 
 -- delete_removed:entities  params={'ds': '2025-01-01'}
 DELETE FROM "washline"."entities" WHERE entity_id IN (SELECT entity_id FROM "washline"."staging_entities" WHERE ds = %(ds)s AND removed = 1);
-
--- count:entities  params={}
-SELECT COUNT(*) FROM "washline"."entities";
 
 -- delete:entity_changes  params={'ds': '2025-01-01'}
 DELETE FROM "washline"."entity_changes" WHERE ds = %(ds)s;

@@ -2,7 +2,7 @@
 SELECT [base_ds], [publish_mode], [reason], [held_ds], [references_total], [entities_total] FROM [washline].[staging_entity_versions] WHERE ds = %(ds)s AND load_id = %(load_id)s;
 
 -- held  params={}
-SELECT ds FROM [washline].[entity_registry_state];
+SELECT ds, references_total, entities_total FROM [washline].[entity_registry_state];
 
 -- other_load_ids:staging_entity_members  params={'ds': '2025-01-01', 'load_id': 'scheduled__2025-01-01T02:00:00+00:00'}
 SELECT COUNT(*) FROM [washline].[staging_entity_members] WHERE ds = %(ds)s AND load_id <> %(load_id)s;

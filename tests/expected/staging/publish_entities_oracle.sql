@@ -2,7 +2,7 @@
 SELECT "BASE_DS", "PUBLISH_MODE", "REASON", "HELD_DS", "REFERENCES_TOTAL", "ENTITIES_TOTAL" FROM "WASHLINE"."STAGING_ENTITY_VERSIONS" WHERE ds = :ds AND load_id = :load_id;
 
 -- held  params={}
-SELECT ds FROM "WASHLINE"."ENTITY_REGISTRY_STATE";
+SELECT ds, references_total, entities_total FROM "WASHLINE"."ENTITY_REGISTRY_STATE";
 
 -- other_load_ids:staging_entity_members  params={'ds': '2025-01-01', 'load_id': 'scheduled__2025-01-01T02:00:00+00:00'}
 SELECT COUNT(*) FROM "WASHLINE"."STAGING_ENTITY_MEMBERS" WHERE ds = :ds AND load_id <> :load_id;

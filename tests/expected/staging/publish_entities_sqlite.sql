@@ -2,7 +2,7 @@
 SELECT "base_ds", "publish_mode", "reason", "held_ds", "references_total", "entities_total" FROM "staging_entity_versions" WHERE ds = ? AND load_id = ?;
 
 -- held  params=()
-SELECT ds FROM "entity_registry_state";
+SELECT ds, references_total, entities_total FROM "entity_registry_state";
 
 -- other_load_ids:staging_entity_members  params=('2025-01-01', 'scheduled__2025-01-01T02:00:00+00:00')
 SELECT COUNT(*) FROM "staging_entity_members" WHERE ds = ? AND load_id <> ?;
