@@ -90,21 +90,10 @@ def correction_map(freq: DataFrame, profile: LinkageProfile) -> DataFrame:
         (F.col("freq") >= profile.minFreqStdToken) & (F.length("token") >= profile.minLenStdToken)
     ).select(F.col("token").alias("std"), F.col("freq").alias("std_freq"), F.explode(deletion_keys("token")).alias("k"))
 
-    cands = (
-        rare.join(std, "k")
-        .select("token", "std", "std_freq")
-        .distinct()
-        .filter(one_edit_apart("token", "std"))
-    )
-    # max by (freq desc, token asc): pick max freq then the smallest token among them
-    top = cands.groupBy("token").agg(F.max("std_freq").alias("mf"))
-    best = (
-        cands.join(top, "token")
-        .filter(F.col("std_freq") == F.col("mf"))
-        .groupBy("token")
-        .agg(F.min("std").alias("replacement"))
-    )
-    return best
+    # one aggregation picks the most frequent standard token, then the smallest: a pair sharing several
+    # deletion keys appears several times, which min_by does not mind (no distinct, no second pass)
+    cands = rare.join(std, "k").filter(one_edit_apart("token", "std"))
+    return cands.groupBy("token").agg(F.expr("min_by(std, struct(-std_freq, std))").alias("replacement"))
 
 
 def apply_corrections(tokens: DataFrame, cmap: DataFrame, remove_duplicates: bool) -> DataFrame:

@@ -50,6 +50,19 @@ def test_frequency_and_global_correction(spark):
     assert fixed["r4"] == ["SMITH", "12346"] and fixed["r6"] == [] and len(fixed) == 6
 
 
+
+def test_correction_prefers_the_most_frequent_standard_token_then_the_smallest(spark):
+    # SMITX is one edit from SMITH (4 holders) and SMITT (3): SMITH; JONEX is one edit from JONES and
+    # JONEZ (3 holders each): the smaller, JONES; SMIHT shares two deletion keys with SMITH: one row
+    prof = LinkageProfile(beta=4, sigma=10, runGlobalCorrection=True, minFreqStdToken=3,
+                          maxFreqErrToken=1, minLenStdToken=3)
+    holders = {"SMITH": 4, "SMITT": 3, "JONES": 3, "JONEZ": 3, "SMITX": 1, "JONEX": 1, "SMIHT": 1}
+    rows = [(f"{t}{i}", [t]) for t, n in holders.items() for i in range(n)]
+    tokens = spark.createDataFrame(rows, "record_id string, tokens array<string>")
+    cmap = correction_map(token_frequencies(tokens), prof).collect()
+    assert sorted(map(tuple, cmap)) == [("JONEX", "JONES"), ("SMIHT", "SMITH"), ("SMITX", "SMITH")]
+
+
 def _refs(spark, rows):
     return spark.createDataFrame(rows, "record_id string, tokens array<string>")
 
