@@ -69,6 +69,10 @@ def test_nightly_shape(dagbag):
     assert dag.get_task("cleanse").task_type == "SparkJobOperator"
     assert dag.schedule == "0 2 * * *"
     assert dag.max_active_runs == 1
+    # the retry delay comes from washline.paths.retry_delay (tests/conftest.py sets it short)
+    from washline.paths import retry_delay
+
+    assert all(t.retry_delay == retry_delay(30) for t in dag.tasks)
     assert set(dag.params.keys()) == {"input_folder", "staging_conn_id", "staging_schema", "profile",
                                       "executor_memory", "entity_registry", "rebuild"}
     assert dag.params["executor_memory"] == ""
