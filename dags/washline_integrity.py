@@ -21,12 +21,12 @@ Each check appends a row to `washline_integrity_log` in its database.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 from airflow.sdk import Param, dag, task
 
 from washline.integrity.operator import DatabaseIntegrityCheckOperator
-from washline.paths import CONN_ID_RE
+from washline.paths import CONN_ID_RE, retry_delay
 
 DAG_ID = "washline_integrity"
 CONN_PATTERN = CONN_ID_RE
@@ -40,7 +40,7 @@ CONN_PATTERN = CONN_ID_RE
     max_active_runs=1,
     tags=["washline", "integrity", "dba"],
     doc_md=__doc__,
-    default_args={"owner": "washline", "retries": 1, "retry_delay": timedelta(minutes=2)},
+    default_args={"owner": "washline", "retries": 1, "retry_delay": retry_delay(120)},
     params={
         "conn_ids": Param(
             [],

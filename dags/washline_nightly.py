@@ -31,7 +31,7 @@ the same checks; the summary gives the rebuild's pairwise F1 against the increme
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 from airflow.sdk import Param, dag, task
 
@@ -39,7 +39,7 @@ from washline.assets import PUBLISHED
 from washline.integrity.operator import DatabaseIntegrityCheckOperator
 from washline.links import DataDocsLink, ReportLink, with_links
 from washline.operators import SparkJobOperator
-from washline.paths import CONN_ID_RE, INPUT_FOLDER_RE, MEMORY_RE, PROFILE_RE, SCHEMA_RE
+from washline.paths import CONN_ID_RE, INPUT_FOLDER_RE, MEMORY_RE, PROFILE_RE, SCHEMA_RE, retry_delay
 
 DAG_ID = "washline_nightly"
 
@@ -52,7 +52,7 @@ DAG_ID = "washline_nightly"
     max_active_runs=1,
     tags=["washline", "etl", "record-linkage"],
     doc_md=__doc__,
-    default_args={"owner": "washline", "retries": 2, "retry_delay": timedelta(seconds=30)},
+    default_args={"owner": "washline", "retries": 2, "retry_delay": retry_delay(30)},
     params={
         "input_folder": Param(
             "landing",

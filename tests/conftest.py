@@ -26,6 +26,14 @@ SHARED = REPO.parent / "shared"
 SPARK_TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1"
 os.environ.setdefault("SPARK_SUBMIT_OPTS", SPARK_TEST_JVM_OPTS)
 
+#: The retry delay of the DAGs' tasks in every DAG run of the suite (``airflow dags test`` and the
+#: service inherit the environment; washline.paths.retry_delay reads it when the DAG file is parsed):
+#: the tests that kill a job (tests/dags/test_faults.py, test_nightly_e2e.py) assert that Airflow
+#: retries it, not how long it waits first, and the default 30 s was 30 s of idle waiting per retry.
+#: A WASHLINE_RETRY_DELAY_SECONDS already set wins.
+TEST_RETRY_DELAY_SECONDS = "2"
+os.environ.setdefault("WASHLINE_RETRY_DELAY_SECONDS", TEST_RETRY_DELAY_SECONDS)
+
 
 @pytest.fixture(scope="session")
 def repo() -> Path:

@@ -26,7 +26,7 @@ import logging
 import os
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -59,6 +59,31 @@ class ParamError(ValueError):
 def data_root() -> Path:
     """The data root: ``$WASHLINE_DATA`` if set, else ``<repo>/data`` (absolute)."""
     return Path(os.environ.get("WASHLINE_DATA") or REPO_ROOT / "data").resolve()
+
+
+#: Overrides the ``retry_delay`` of every task of the washline DAGs, in seconds (read when the DAG file
+#: is parsed: set it in the environment of the dag-processor, the scheduler and ``airflow dags test``)
+RETRY_DELAY_ENV = "WASHLINE_RETRY_DELAY_SECONDS"
+
+
+def retry_delay(default_seconds: float) -> timedelta:
+    """The ``retry_delay`` of a DAG's tasks: ``$WASHLINE_RETRY_DELAY_SECONDS`` if set and not empty,
+    else ``default_seconds``. Reads the environment only (no I/O), so a DAG file may call it at parse.
+
+    Raises:
+        ValueError: the variable is not a finite number of seconds >= 0 (the DAG file then fails
+            to import, naming the variable, instead of retrying on a delay nobody chose).
+    """
+    raw = os.environ.get(RETRY_DELAY_ENV, "").strip()
+    if not raw:
+        return timedelta(seconds=default_seconds)
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 <= seconds < float("inf"):
+        raise ValueError(f"{RETRY_DELAY_ENV}={raw!r}: expected a number of seconds >= 0")
+    return timedelta(seconds=seconds)
 
 
 def validate_ds(ds: str) -> str:

@@ -69,6 +69,10 @@ def test_nightly_shape(dagbag):
     assert dag.get_task("cleanse").task_type == "SparkJobOperator"
     assert dag.schedule == "0 2 * * *"
     assert dag.max_active_runs == 1
+    # the retry delay comes from washline.paths.retry_delay (tests/conftest.py sets it short)
+    from washline.paths import retry_delay
+
+    assert all(t.retry_delay == retry_delay(30) for t in dag.tasks)
     assert set(dag.params.keys()) == {"input_folder", "staging_conn_id", "staging_schema", "profile",
                                       "executor_memory", "entity_registry", "rebuild"}
     assert dag.params["executor_memory"] == ""
@@ -101,20 +105,30 @@ NEVER_AT_PARSE = {"pyspark", "hdwm", "great_expectations", "pandas", "pyarrow", 
 
 
 def test_parsing_every_dag_loads_no_spark_engine_or_data_library():
-    """In a fresh interpreter (this one has imported them for other tests): DagBag of dags/, then sys.modules."""
+    """In a fresh interpreter (this one has imported them for other tests): DagBag of dags/, then sys.modules.
+    Without WASHLINE_RETRY_DELAY_SECONDS (tests/conftest.py sets it), so it also sees the production retry delays."""
     import json
+    import os
     import subprocess
     import sys
+
+    from washline.paths import RETRY_DELAY_ENV
 
     code = (
         "import json, sys\n"
         "from airflow.dag_processing.dagbag import DagBag\n"
         f"bag = DagBag(dag_folder={str(DAGS_DIR)!r})\n"
         "print(json.dumps({'dags': sorted(bag.dags), 'errors': {k: str(v) for k, v in bag.import_errors.items()},\n"
-        "                  'modules': sorted({m.split('.')[0] for m in sys.modules})}))\n"
+        "                  'modules': sorted({m.split('.')[0] for m in sys.modules}),\n"
+        "                  'retry_delays': {d: sorted({t.retry_delay.total_seconds() for t in bag.dags[d].tasks})\n"
+        "                                   for d in bag.dags}}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=True)
+    env = {k: v for k, v in os.environ.items() if k != RETRY_DELAY_ENV}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=True,
+                         env=env)
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert not seen["errors"] and len(seen["dags"]) == len(DAG_FILES)
     assert "airflow" in seen["modules"] and "washline" in seen["modules"]
     assert not NEVER_AT_PARSE & set(seen["modules"]), sorted(NEVER_AT_PARSE & set(seen["modules"]))
+    # the production retry delays: 30 s between the nightly's tries, 2 minutes in the integrity DAG
+    assert seen["retry_delays"] == {"washline_nightly": [30.0], "washline_integrity": [120.0]}, seen["retry_delays"]

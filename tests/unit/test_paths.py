@@ -74,3 +74,27 @@ def test_run_ds_without_any_date_is_a_param_error():
         run_ds({"params": {}})
     with pytest.raises(ParamError, match="no logical date"):
         run_ds({"dag_run": SimpleNamespace(run_after=None)})
+
+
+def test_retry_delay_is_the_default_unless_the_environment_sets_it(monkeypatch):
+    from datetime import timedelta
+
+    from washline.paths import RETRY_DELAY_ENV, retry_delay
+
+    monkeypatch.delenv(RETRY_DELAY_ENV, raising=False)
+    assert retry_delay(30) == timedelta(seconds=30)
+    monkeypatch.setenv(RETRY_DELAY_ENV, " ")
+    assert retry_delay(120) == timedelta(minutes=2)
+    monkeypatch.setenv(RETRY_DELAY_ENV, "2")
+    assert retry_delay(30) == timedelta(seconds=2)
+    monkeypatch.setenv(RETRY_DELAY_ENV, "0.5")
+    assert retry_delay(30) == timedelta(milliseconds=500)
+
+
+@pytest.mark.parametrize("raw", ["-1", "soon", "nan", "inf", "30s"])
+def test_a_malformed_retry_delay_is_refused_naming_the_variable(monkeypatch, raw):
+    from washline.paths import RETRY_DELAY_ENV, retry_delay
+
+    monkeypatch.setenv(RETRY_DELAY_ENV, raw)
+    with pytest.raises(ValueError, match=f"WASHLINE_RETRY_DELAY_SECONDS={raw!r}"):
+        retry_delay(30)
