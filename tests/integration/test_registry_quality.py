@@ -216,16 +216,22 @@ def test_incremental_night_passes_on_its_delta(night3_staged, tmp_path):
     assert row(summary, "entity_continuity", "expect_column_values_to_be_null", "vanished_id")["status"] == "PASS"
 
 
-def test_failed_reconciliation_blocks_publish(staging_conn, tmp_path, request):
-    """The manifest says one entity more than the published entities plus the
-    night's new minus its removed: the reconciliation fails and blocks publish,
-    and the publish itself refuses the same totals."""
+def first_night_published(staging_conn, tmp_path):
+    """The first two nights written to the lake and the first one staged and published; returns the second."""
     n1, n2, _ = three_nights()
     lake = tmp_path / "lake"
     write_layered(lake, n1, None)
     write_layered(lake, n2, n1)
     stage_lake(staging_conn, tmp_path, D1, 4)
     publish_slice(staging_conn, D1, with_entities=True)
+    return n2
+
+
+def test_failed_reconciliation_blocks_publish(staging_conn, tmp_path, request):
+    """The manifest says one entity more than the published entities plus the
+    night's new minus its removed: the reconciliation fails and blocks publish,
+    and the publish itself refuses the same totals."""
+    n2 = first_night_published(staging_conn, tmp_path)
     complete = dict(n2.complete(), entities_total=n2.complete()["entities_total"] + 1)
     stage_lake(staging_conn, tmp_path, D2, 4, entities_total=complete["entities_total"])
     summary = runner.validate_slice(staging_conn, D2, 4, tmp_path / "docs", expected_link_rows=4,
@@ -243,12 +249,7 @@ def test_failed_reconciliation_blocks_publish(staging_conn, tmp_path, request):
 def test_incremental_continuity_checks_the_entities_the_night_removes(staging_conn, tmp_path):
     """On an incremental night only the published entities staged as removed can vanish (the others
     are upserted or left alone): continuity reads those, and still fails one without a merge row."""
-    n1, n2, _ = three_nights()
-    lake = tmp_path / "lake"
-    write_layered(lake, n1, None)
-    write_layered(lake, n2, n1)
-    stage_lake(staging_conn, tmp_path, D1, 4)
-    publish_slice(staging_conn, D1, with_entities=True)
+    n2 = first_night_published(staging_conn, tmp_path)
     assert stage_lake(staging_conn, tmp_path, D2, 4)["publish_mode"] == "incremental"
     summary = validate(staging_conn, tmp_path, n2.complete())
     hit = row(summary, "entity_continuity", "expect_column_values_to_be_null", "vanished_id")
