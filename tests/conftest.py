@@ -176,8 +176,7 @@ def _xdist(config) -> bool:
 #: modules fill in around them (loadfile hands out whole modules in collection order when run with
 #: ``--no-loadscope-reorder``). The DAG-run modules, most ``airflow dags test`` runs first; then every
 #: other module with a Spark test; then the rest, each group in collection order.
-DAG_RUN_MODULES = ("test_registry_e2e.py", "test_faults.py", "test_nightly_e2e.py", "test_service.py",
-                   "test_secrets.py")
+DAG_RUN_MODULES = ("test_registry_e2e.py", "test_faults.py", "test_nightly_e2e.py", "test_service.py")
 
 
 def _xdist_rank(item) -> tuple[int, int]:

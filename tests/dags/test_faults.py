@@ -30,8 +30,21 @@ one in flight). The registry's own ordering, reruns and refusals are covered by
 tests/dags/test_registry_e2e.py. The tests also check that such runs leave no
 ``lake/entities`` version behind.
 
-A last, fast test covers a product bug this work found (concurrent table
-creation on a fresh PostgreSQL database), fixed with an advisory lock in ``ensure_schema``.
+A fast test covers a product bug this work found (concurrent table creation
+on a fresh PostgreSQL database), fixed with an advisory lock in ``ensure_schema``.
+
+No credential anywhere: the staging connection carries a sentinel password
+(the database belongs to a fresh role with that password; the local server
+trusts 127.0.0.1, so the password is not *checked*, but it travels the real path,
+Airflow connection URI → ``PostgresHook`` → psycopg, on every connect) and the
+Spark connection's extra a sentinel token. After the runs above the tests grep
+for both in every ``dags test`` output, every file under the two Airflow homes
+(task logs, the metadata databases) and the data root (landing, Parquet, link
+index, run summaries, GX Data Docs and validation results, reports), every
+XCom value, and the argv of every process on the machine, sampled every 50 ms
+from the first run's start to the last run's end (spark-submit, the JVMs, the
+Python workers, task processes). The runs cover a published night, a failed
+check and a killed, retried job.
 
 Each Spark job runs on ``local[1]`` with 1 GB of driver memory: the inputs are
 200 rows, and CI shares two cores.
@@ -48,6 +61,7 @@ import csv
 import json
 import os
 import re
+import secrets
 import signal
 import sqlite3
 import subprocess
@@ -106,7 +120,10 @@ def land_slice(env: dict, data: Path, ds: str, keep, rename=lambda rec_id: rec_i
 
 
 def _staging_db(ctx):
-    """A PostgreSQL database of its own on the local service, dropped at the end of the session."""
+    """A PostgreSQL database of its own on the local service, owned by a role of its own whose
+    password is a sentinel; both dropped at the end of the session. The integrity check's amcheck
+    needs a superuser to install and its functions granted (what a DBA grants a least-privilege
+    staging role)."""
     import psycopg
 
     try:
@@ -115,23 +132,62 @@ def _staging_db(ctx):
     except Exception as exc:  # a laptop without PostgreSQL: skip, CI has it
         pytest.skip(f"PostgreSQL not reachable on {PG_HOST}:{PG_PORT}: {exc}")
     name = f"washline_faults_{os.getpid()}"
+    password = f"S3ntinel-{secrets.token_hex(8)}"
     admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    admin.execute(f'CREATE DATABASE "{name}"')
+    admin.execute(f'DROP ROLE IF EXISTS "{name}"')
+    admin.execute(f"CREATE ROLE \"{name}\" LOGIN PASSWORD '{password}'")
+    admin.execute(f'CREATE DATABASE "{name}" OWNER "{name}"')
+    with psycopg.connect(host=PG_HOST, port=PG_PORT, user=PG_USER, dbname=name, autocommit=True) as db:
+        db.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+        db.execute(f'GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO "{name}"')
 
     def drop():
         try:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            admin.execute(f'DROP ROLE IF EXISTS "{name}"')
         finally:
             admin.close()
 
     ctx.finalizer(drop)
-    return {"conn_type": "postgres", "host": PG_HOST, "port": PG_PORT, "login": PG_USER, "schema": name}
+    return {"schema": name, "role": name, "password": password,
+            # URI form, as a secrets backend or .env would hand it over
+            "uri": f"postgres://{name}:{password}@{PG_HOST}:{PG_PORT}/{name}"}
+
+
+class ArgvRecorder(threading.Thread):
+    """Sample ``/proc/*/cmdline`` until stopped; keep every distinct argv."""
+
+    def __init__(self, interval: float = 0.05):
+        super().__init__(daemon=True)
+        self.interval = interval
+        self.seen: set[bytes] = set()
+        self.samples = 0
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            for proc in Path("/proc").iterdir():
+                if not proc.name.isdigit():
+                    continue
+                try:
+                    argv = (proc / "cmdline").read_bytes()
+                except OSError:  # the process ended meanwhile
+                    continue
+                if argv:
+                    self.seen.add(argv)
+            self.samples += 1
+            self._stop_event.wait(self.interval)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=30)
 
 
 def _world(ctx):
     tmp_path_factory, staging_db = ctx.tmp, ctx["staging_db"]
     data = tmp_path_factory.mktemp("data")
     env = dict(os.environ)
+    token = f"S3ntinel-tok-{secrets.token_hex(6)}"
     env.update({
         "WASHLINE_DATA": str(data),
         "WASHLINE_SPARK_DRIVER_MEMORY": "1g",
@@ -139,8 +195,8 @@ def _world(ctx):
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(
-            {"conn_type": "spark", "host": "local[1]", "extra": {"deploy-mode": "client"}}),
-        "AIRFLOW_CONN_WASHLINE_STAGING": json.dumps(staging_db),
+            {"conn_type": "spark", "host": "local[1]", "extra": {"deploy-mode": "client", "token": token}}),
+        "AIRFLOW_CONN_WASHLINE_STAGING": staging_db["uri"],
         "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}",
     })
     homes = {name: early.airflow_home_copy(tmp_path_factory, f"airflow-{name}") for name in ("main", "second")}
@@ -154,7 +210,8 @@ def _world(ctx):
         DS_KILL: land_slice(env, data, DS_KILL, lambda r: entity(r) < 100),
     }
     assert len(ids[DS_B]) == len(ids[DS_C]) == len(ids[DS_BAD]) == 200
-    return {"env": env, "data": data, "homes": homes, "ids": ids, "db": staging_db["schema"]}
+    return {"env": env, "data": data, "homes": homes, "ids": ids, "db": staging_db["schema"],
+            "sentinels": [staging_db["password"].encode(), token.encode()], "argv": ArgvRecorder()}
 
 
 def dags_test(world: dict, ds: str, home: str) -> subprocess.Popen:
@@ -250,6 +307,7 @@ def assert_clean_slice(world: dict, ds: str, summary: dict) -> dict:
 
 def _concurrent_runs(ctx):
     world = ctx["world"]
+    world["argv"].start()  # the process sampler runs until the last run ends (argv_seen)
     procs = [dags_test(world, DS_B, "main"), dags_test(world, DS_C, "second")]
     runs = {p.ds: finish(world, p) for p in procs}  # type: ignore[attr-defined]
     return runs
@@ -389,6 +447,14 @@ def _killed_run(ctx):
     return run
 
 
+def _argv_seen(ctx):
+    """Stop the process sampler after the last run: the distinct argv it saw, and its sample count."""
+    recorder = ctx["world"]["argv"]
+    if recorder.is_alive():
+        recorder.stop()
+    return {"argv": recorder.seen, "samples": recorder.samples}
+
+
 #: the module's DAG runs, in the order above, start in the background when the session starts
 #: (tests/early.py); the fixtures below hand their results to the tests
 EARLY = early.Chain(2, [
@@ -397,6 +463,7 @@ EARLY = early.Chain(2, [
     early.Step("concurrent_runs", _concurrent_runs, needs=("world",)),
     early.Step("failed_run", _failed_run, needs=("world", "concurrent_runs")),
     early.Step("killed_run", _killed_run, needs=("world", "concurrent_runs", "failed_run")),
+    early.Step("argv_seen", _argv_seen, needs=("world", "concurrent_runs", "failed_run", "killed_run")),
 ])
 
 
@@ -423,6 +490,11 @@ def failed_run(world, concurrent_runs):
 @pytest.fixture(scope="module")
 def killed_run(world, concurrent_runs, failed_run):
     return EARLY.result("killed_run")
+
+
+@pytest.fixture(scope="module")
+def argv_seen(world, killed_run):
+    return EARLY.result("argv_seen")
 
 
 @dag_run
@@ -502,3 +574,73 @@ def test_first_loads_of_two_dates_at_once_on_a_fresh_postgres_database(staging_d
             finally:
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     assert errors == []
+
+
+# --------------------------------------------------------------------------
+# 5. no credential anywhere (the sentinels of the connections, see the module doc)
+# --------------------------------------------------------------------------
+
+def _files(folder: Path):
+    return [p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()]
+
+
+def _hits(blob: bytes, sentinels: list[bytes]) -> list[str]:
+    return [s.decode() for s in sentinels if s in blob]
+
+
+@dag_run
+def test_the_runs_used_the_sentinel_connection(world, concurrent_runs):
+    assert concurrent_runs[DS_B]["rc"] == 0 and concurrent_runs[DS_B]["summary"]["published"] is True
+    with pg(world) as conn:
+        owner = conn.execute("SELECT tableowner FROM pg_tables WHERE tablename = 'published_records'").fetchone()[0]
+    assert owner == world["db"]  # created through the sentinel connection's role
+    # the grep can fail: the sentinels are in what the runs were given
+    env = world["env"]
+    given = (env["AIRFLOW_CONN_WASHLINE_STAGING"] + env["AIRFLOW_CONN_SPARK_DEFAULT"]).encode()
+    assert _hits(given, world["sentinels"]) == [s.decode() for s in world["sentinels"]]
+
+
+@dag_run
+def test_no_sentinel_in_any_dags_test_output(world, concurrent_runs, failed_run, killed_run):
+    runs = [*concurrent_runs.values(), failed_run, killed_run]
+    assert len(runs) == 4
+    for run in runs:
+        assert not _hits(run["log"].encode(), world["sentinels"]), run["summary"]["ds"]
+
+
+@dag_run
+def test_no_sentinel_in_any_file_of_the_airflow_homes_or_the_data_root(world, killed_run):
+    files = [f for home in world["homes"].values() for f in _files(home)] + _files(world["data"])
+    leaks = {str(p): hits for p in files if (hits := _hits(p.read_bytes(), world["sentinels"]))}
+    assert not leaks, leaks
+    names = {p.name for p in files}
+    # the artefacts were really there to be searched
+    assert "airflow.db" in names and "run_summary.json" in names and "index.html" in names
+    assert any(p.suffix == ".parquet" for p in files) and any(p.suffix == ".log" for p in files)
+
+
+@dag_run
+def test_no_sentinel_in_any_xcom_value(world, killed_run):
+    tasks, leaks = set(), []
+    for home in world["homes"].values():
+        conn = sqlite3.connect(home / "airflow.db")
+        try:
+            values = conn.execute("SELECT task_id, key, value FROM xcom WHERE dag_id = 'washline_nightly'").fetchall()
+        finally:
+            conn.close()
+        tasks |= {task for task, _, _ in values}
+        leaks += [(task, key) for task, key, value in values
+                  if _hits(value if isinstance(value, bytes) else str(value).encode(), world["sentinels"])]
+    assert {"cleanse", "link", "load_staging", "check_integrity", "check_quality", "publish", "report"} <= tasks
+    assert not leaks, leaks
+
+
+@dag_run
+def test_no_sentinel_in_any_process_argv(world, argv_seen):
+    argv = argv_seen["argv"]
+    assert argv_seen["samples"] > 20
+    # the sampler saw the runs' processes: the task runner's spark-submit and its JVM
+    assert any(b"spark-submit" in a or b"org.apache.spark.deploy.SparkSubmit" in a for a in argv)
+    assert any(b"cleanse.py" in a for a in argv) and any(b"link.py" in a for a in argv)
+    leaks = [a.replace(b"\0", b" ").decode(errors="replace") for a in argv if _hits(a, world["sentinels"])]
+    assert not leaks, leaks

@@ -1,8 +1,13 @@
 """Airflow as a local service (`make up`): log in through the REST API, unpause
-washline_nightly, trigger a run with a Params conf as the UI form would, poll to
-success, check the published tables; trigger a run with `"logical_date": null`
-and check every task worked on its run_after date (UTC); stop everything
-(`make down`).
+washline_nightly, trigger a run as the UI's trigger form would (a Params conf
+and, as Airflow 3 allows, no logical date), poll it to success, check that every
+task worked on the UTC date of its run_after and that the published tables hold
+that slice; then the plugin's report and review tabs, extra links and refusals
+on that run; stop everything (`make down`).
+
+One scheduler-driven run serves every test (a run through the scheduler costs
+minutes on two shared cores); the Params and the no-logical-date path it covers
+are the two ways a user triggers a night from the UI.
 
 Runs in its own AIRFLOW_HOME, data root and port, so it never touches the
 developer's `.airflow/` or `data/`.
@@ -26,11 +31,12 @@ import pytest
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-DS = "2025-03-01"
-#: a run without a logical date, due at 00:30 on 3 March at UTC+1: 23:30 on 2 March in UTC
+#: the run has no logical date and is due at 00:30 on 3 March at UTC+1: 23:30 on 2 March in UTC
 RUN_AFTER = "2025-03-03T00:30:00+01:00"
-RUN_AFTER_DS = "2025-03-02"
-NO_DATE_ROWS = 200
+DS = "2025-03-02"  # the UTC date of RUN_AFTER: what every task works on
+RUN_ID = "ui_like_no_logical_date"
+#: records of FEBRL1 landed for the run (the first ROWS of the feed)
+ROWS = 200
 
 
 def free_port() -> int:
@@ -75,10 +81,12 @@ def service(tmp_path_factory):
     })
     subprocess.run([sys.executable, "-m", "washline.demo", "land", "--dataset", "febrl1", "--ds", DS],
                    env=env, check=True, capture_output=True)
-    # the no-logical-date run's input: the header and the first NO_DATE_ROWS records of the same feed
-    lines = sorted((data / "landing" / "febrl" / DS).glob("*.csv"))[0].read_text().splitlines(keepends=True)
-    (data / "landing" / "febrl" / RUN_AFTER_DS).mkdir(parents=True)
-    (data / "landing" / "febrl" / RUN_AFTER_DS / "part-0000.csv").write_text("".join(lines[:NO_DATE_ROWS + 1]))
+    # the run's input: the header and the first ROWS records of the landed feed, in one file
+    files = sorted((data / "landing" / "febrl" / DS).glob("*.csv"))
+    lines = files[0].read_text().splitlines(keepends=True)
+    for path in files:
+        path.unlink()
+    (data / "landing" / "febrl" / DS / "part-0000.csv").write_text("".join(lines[:ROWS + 1]))
     up = subprocess.run(["make", "-C", str(REPO), "up"], env=env, capture_output=True, text=True, timeout=600)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
@@ -116,56 +124,44 @@ def _finish(api: Api, run_id: str) -> tuple[str, dict[str, str]]:
     return state, {t["task_id"]: t["state"] for t in tis}
 
 
-def test_trigger_with_params_through_rest_api(service):
+@pytest.fixture(scope="module")
+def night(service):
+    """The one run: triggered through the REST API with the Params form's conf and
+    ``"logical_date": null``; polled to its end. {"run": the POST's answer, "state", "states"}."""
     api = service["api"]
     assert api.call("GET", "/api/v2/version")["version"].startswith("3.")
     _unpaused(api)
     run = api.call("POST", "/api/v2/dags/washline_nightly/dagRuns", {
-        "dag_run_id": f"ui_like_{DS}",
-        "logical_date": f"{DS}T00:00:00Z",
+        "dag_run_id": RUN_ID, "logical_date": None, "run_after": RUN_AFTER,
         "conf": {"input_folder": "landing", "staging_conn_id": "washline_staging", "profile": "default"},
     })
-    run_id = run["dag_run_id"]
-    state, states = _finish(api, run_id)
-    assert state == "success", states
-    assert states["publish"] == "success"
-    conn = sqlite3.connect(service["data"] / "staging" / "w.db")
-    published = conn.execute("SELECT COUNT(*) FROM published_records WHERE ds = ?", (DS,)).fetchone()[0]
-    conn.close()
-    summary = json.loads((service["data"] / "lake" / "reports" / DS / "run_summary.json").read_text())
-    assert published == summary["rows"]["curated"] == 1000
+    state, states = _finish(api, run["dag_run_id"])
+    return {"run": run, "state": state, "states": states}
 
 
-def test_run_without_logical_date_works_on_its_run_after_date(service):
+def test_trigger_with_params_and_no_logical_date_through_rest_api(service, night):
     """``"logical_date": null`` (Airflow 3; the UI's trigger form allows it too):
     no ``ds`` in the tasks' context. Every task, the Spark jobs included, works
     on the UTC date of ``run_after``: the cleanse and link jobs write that
     date's folders, staging and the published tables hold that date's slice,
     and the run summary is that date's."""
-    api = service["api"]
-    _unpaused(api)
-    # linked in isolation: with the entity registry this date would wait for DS (the previous
-    # test's night), so the test would fail when run on its own (-k); the date rule is the same
-    run = api.call("POST", "/api/v2/dags/washline_nightly/dagRuns", {
-        "dag_run_id": "no_logical_date", "logical_date": None, "run_after": RUN_AFTER,
-        "conf": {"entity_registry": False}})
-    assert run["logical_date"] is None
-    state, states = _finish(api, run["dag_run_id"])
-    assert state == "success", states
+    assert night["run"]["logical_date"] is None and night["run"]["conf"]["profile"] == "default"
+    assert night["state"] == "success", night["states"]
+    assert night["states"]["publish"] == "success"
     data = service["data"]
-    cleanse = json.loads((data / "lake" / "curated" / f"{RUN_AFTER_DS}.metrics.json").read_text())
-    assert cleanse["ds"] == RUN_AFTER_DS and cleanse["rows_in"] == NO_DATE_ROWS  # the cleanse job's --ds
-    link = json.loads((data / "lake" / "linked" / RUN_AFTER_DS / "metrics.json").read_text())
-    assert link["ds"] == RUN_AFTER_DS and link["references"] == NO_DATE_ROWS  # the link job's --ds
-    summary = json.loads((data / "lake" / "reports" / RUN_AFTER_DS / "run_summary.json").read_text())
-    assert summary["ds"] == RUN_AFTER_DS and summary["run_id"] == "no_logical_date" and summary["published"]
+    cleanse = json.loads((data / "lake" / "curated" / f"{DS}.metrics.json").read_text())
+    assert cleanse["ds"] == DS and cleanse["rows_in"] == ROWS  # the cleanse job's --ds
+    link = json.loads((data / "lake" / "linked" / DS / "metrics.json").read_text())
+    assert link["ds"] == DS and link["references"] == ROWS  # the link job's --ds
+    summary = json.loads((data / "lake" / "reports" / DS / "run_summary.json").read_text())
+    assert summary["ds"] == DS and summary["run_id"] == RUN_ID and summary["published"]
     conn = sqlite3.connect(data / "staging" / "w.db")
     published = dict(conn.execute("SELECT ds, COUNT(*) FROM published_records GROUP BY ds").fetchall())
     conn.close()
-    assert published[RUN_AFTER_DS] == NO_DATE_ROWS and set(published) <= {DS, RUN_AFTER_DS}  # no other date
-    log = _task_log(api, "no_logical_date", "cleanse")
+    assert published == {DS: ROWS} and summary["rows"]["curated"] == ROWS  # that date's slice, no other
+    log = _task_log(service["api"], RUN_ID, "cleanse")
     assert f"has no logical date: using the UTC date of its run_after 2025-03-02T23:30:00+00:00 -> " \
-           f"ds={RUN_AFTER_DS}" in log
+           f"ds={DS}" in log
 
 
 def _task_log(api: Api, run_id: str, task_id: str, try_number: int = 1) -> str:
@@ -255,7 +251,7 @@ def test_ui_dag_page_in_headless_chromium(service):
 
 # ---------------------------------------------------------------------------
 # The washline plugin on the run above: report tab, extra links,
-# refusals. These reuse the run of test_trigger_with_params_through_rest_api.
+# refusals. These reuse the module's one run (the night fixture).
 # ---------------------------------------------------------------------------
 
 def _http(url: str, token: str | None = None) -> tuple[int, str, str]:
@@ -268,9 +264,9 @@ def _http(url: str, token: str | None = None) -> tuple[int, str, str]:
         return exc.code, url, exc.read().decode("utf-8", "replace")
 
 
-def test_plugin_serves_the_run_s_report_only_to_an_authenticated_reader(service):
+def test_plugin_serves_the_run_s_report_only_to_an_authenticated_reader(service, night):
     api, base = service["api"], f"http://127.0.0.1:{service['port']}"
-    run_id = f"ui_like_{DS}"
+    run_id = RUN_ID
     page = f"{base}/washline/dags/washline_nightly/runs/{run_id}/report"
     assert _http(page)[0] == 401  # no token
     assert _http(f"{base}/washline/dags/washline_nightly/reports/{DS}/report.html")[0] == 401
@@ -287,9 +283,9 @@ def test_plugin_serves_the_run_s_report_only_to_an_authenticated_reader(service)
     assert _http(f"{base}/washline/dags/washline_nightly/runs/no_such_run/report", api.token)[0] == 404
 
 
-def test_extra_links_resolve_to_the_run_s_data_docs_and_report(service):
+def test_extra_links_resolve_to_the_run_s_data_docs_and_report(service, night):
     api, base = service["api"], f"http://127.0.0.1:{service['port']}"
-    run_id = f"ui_like_{DS}"
+    run_id = RUN_ID
     got = {}
     for task, name in (("check_quality", "GX Data Docs"), ("report", "Night report")):
         links = api.call("GET", f"/api/v2/dags/washline_nightly/dagRuns/{run_id}/taskInstances/{task}/links")
@@ -313,7 +309,7 @@ CHARTS_RENDERED = """(doc => Array.from(doc.querySelectorAll('figure.chart')).ma
 
 @pytest.mark.skipif(not Path("/usr/bin/chromium").exists(),
                     reason="Debian's chromium is not installed (.ci/run installs it)")
-def test_report_tab_on_the_dag_run_page_and_the_file_in_headless_chromium(service):
+def test_report_tab_on_the_dag_run_page_and_the_file_in_headless_chromium(service, night):
     """The DAG run page's "Night report" tab shows this run's report (in the
     UI's iframe, from the plugin app); "Link review" shows its review page with
     a working export; and report.html opened from the file renders every chart
@@ -322,7 +318,7 @@ def test_report_tab_on_the_dag_run_page_and_the_file_in_headless_chromium(servic
     from browser import Chromium
 
     api, base, data = service["api"], f"http://127.0.0.1:{service['port']}", service["data"]
-    run_id = f"ui_like_{DS}"
+    run_id = RUN_ID
     report_file = data / "lake" / "reports" / DS / "report.html"
     frame = "document.querySelector('iframe')"
 
