@@ -40,7 +40,7 @@ from registry_nights import dags_test as run_dags_test  # noqa: E402
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
 D1, D2, D3 = "2025-01-01", "2025-01-02", "2025-01-03"
-ENTITIES = 1000  # FEBRL4 entity numbers 0..999: ~1,000 references per night
+ENTITIES = 400  # FEBRL4 entity numbers 0..399: ~400 references per night
 NIGHT3 = range(1000, 1100)  # the rebuild night: part B of entities 1000..1099 (no part A in the registry)
 F1_FLOOR = 0.95
 KEPT_IDS_FLOOR = 0.99
