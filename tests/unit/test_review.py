@@ -47,6 +47,8 @@ def test_tokens_are_highlighted_by_what_both_or_only_one_reference_holds():
                                                                   ("White", "conflict")]
     assert highlight("1976-12-01", {"19761201"}, set()) == [("1976-12-01", "agree")]
     assert highlight("12 Main St", set(), set()) == [("12", ""), (" ", ""), ("Main", ""), (" ", ""), ("St", "")]
+    # text after the last token is kept as its own plain segment: nothing of the value is lost
+    assert highlight("Apt 4, ", {"4"}, {"APT"}) == [("Apt", "conflict"), (" ", ""), ("4", "agree"), (", ", "")]
 
 
 def test_pairs_closest_to_mu_on_both_sides_by_their_iteration_s_mu():
