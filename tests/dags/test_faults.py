@@ -155,6 +155,19 @@ def _staging_db(ctx):
             "uri": f"postgres://{name}:{password}@{PG_HOST}:{PG_PORT}/{name}"}  # secret-scan: allow
 
 
+def proc_cmdlines():
+    """(pid, argv as /proc gives it: NUL-separated bytes) of every process with an argv right now."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes()
+        except OSError:  # the process ended meanwhile
+            continue
+        if argv:
+            yield int(proc.name), argv
+
+
 class ArgvRecorder(threading.Thread):
     """Sample ``/proc/*/cmdline`` until stopped; keep every distinct argv."""
 
@@ -167,15 +180,7 @@ class ArgvRecorder(threading.Thread):
 
     def run(self) -> None:
         while not self._stop_event.is_set():
-            for proc in Path("/proc").iterdir():
-                if not proc.name.isdigit():
-                    continue
-                try:
-                    argv = (proc / "cmdline").read_bytes()
-                except OSError:  # the process ended meanwhile
-                    continue
-                if argv:
-                    self.seen.add(argv)
+            self.seen.update(argv for _, argv in proc_cmdlines())
             self.samples += 1
             self._stop_event.wait(self.interval)
 
@@ -373,17 +378,11 @@ def test_failed_quality_check_skips_publish_and_says_why(world, failed_run):
 def link_jvms(linked_dir: Path) -> list[int]:
     """PIDs of spark-submit JVMs running link.py for exactly this output folder."""
     pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        args = [a.decode(errors="replace") for a in argv if a]
+    for pid, argv in proc_cmdlines():
+        args = [a.decode(errors="replace") for a in argv.split(b"\0") if a]
         if (args and args[0].endswith("java") and "org.apache.spark.deploy.SparkSubmit" in args
                 and any(a.endswith("spark_jobs/link.py") for a in args) and str(linked_dir) in args):
-            pids.append(int(proc.name))
+            pids.append(pid)
     return pids
 
 
