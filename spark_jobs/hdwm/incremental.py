@@ -28,9 +28,9 @@ night's references and returns the next version:
    the entities pulled in are bounded by the night (docs/registry.md).
    Every rule reads the registry's tokens from the base version's stored
    ``tokens/`` (``registry_tokens``; tokenised from the texts only when the
-   version has none under the night's tokeniser fingerprint) and explodes
-   them once, cut to the night's blocking tokens and the tokens of its
-   frequent-pair keys (``_shared_token_inputs``): the registry rows a night
+   version has none under the night's tokeniser fingerprint) and cuts them
+   once, in one Arrow pass, to the night's blocking tokens and the tokens of
+   its frequent-pair keys (``_shared_token_inputs``): the registry rows a night
    reads are those of its own tokens, and the candidates are the same as
    from the whole history's rows (docs/registry.md).
    With ``registryCorrectedTokens`` (default) every rule works on the tokens
@@ -1170,6 +1170,66 @@ def next_tokens(reg_tok: DataFrame, night: DataFrame, night_tok: DataFrame) -> D
     return both.select(src.alias("source"), rid.alias("record_id"), "tokens")
 
 
+#: sets of at most this many tokens (wanted tokens, correction entries, frequent-pair keys) are
+#: shipped to the executors, which cut the registry's token lists with them in one Arrow pass
+#: (``_scan_token_lists``); a larger night (a first load) uses the joins instead
+SCAN_SET_LIMIT = 300_000
+
+#: the rows ``_scan_token_lists`` returns: 0 a wanted token, 1 a frequent-pair key
+_SCAN_SCHEMA = "ref_key string, kind int, value string"
+
+
+def _scan_token_lists(reg_tok: DataFrame, wanted: list[str], back: dict[str, str],
+                      fp_tokens: list[str], fp_keys: list[str]) -> DataFrame:
+    """One pass over the registry's token lists (``record_id`` = ref_key,
+    ``tokens``) in the executors (``mapInArrow``, vectorised with
+    ``pyarrow.compute``): each list is corrected (``back``: raw token →
+    replacement), cut to ``wanted`` and made distinct; its tokens among
+    ``fp_tokens`` form every ordered pair ``"x y"`` (x ≠ y) and the pairs in
+    ``fp_keys`` are kept.
+
+    Returns DataFrame(``ref_key``, ``kind``, ``value``): ``kind`` 0 rows are
+    (reference, wanted token), one per distinct pair; ``kind`` 1 rows are
+    (reference, frequent-pair key), one per distinct pair. No shuffle: the
+    explode, the join and the per-reference regrouping it replaces
+    (``_shared_token_inputs``' fallback) were the two largest steps of a
+    night against a 3M-reference registry (docs/registry.md). The sets travel
+    with the task (a night's are tens of thousands of strings)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    wanted_a = pa.array(sorted(wanted), pa.string())
+    back_from = pa.array(sorted(back), pa.string())
+    back_to = pa.array([back[k] for k in sorted(back)], pa.string())
+    fp_a = pa.array(sorted(fp_tokens), pa.string())
+    keys_a = pa.array(sorted(fp_keys), pa.string())
+    out_schema = pa.schema([("ref_key", pa.string()), ("kind", pa.int32()), ("value", pa.string())])
+
+    def rows(ids, parents, values, kind: int):
+        return pa.table([pc.take(ids, parents).cast(pa.string()), pa.array([kind] * len(values), pa.int32()),
+                         values.cast(pa.string())], schema=out_schema).to_batches()
+
+    def scan(batches):
+        for b in batches:
+            ids, lists = b.column("record_id"), b.column("tokens")
+            parents = pc.list_parent_indices(lists)
+            values = pc.list_flatten(lists).cast(pa.string())
+            if len(back_from):
+                values = pc.coalesce(pc.take(back_to, pc.index_in(values, value_set=back_from)), values)
+            t = pa.table({"p": parents, "t": values})
+            t = t.filter(pc.is_in(t["t"], value_set=wanted_a)).group_by(["p", "t"]).aggregate([])
+            yield from rows(ids, t["p"], t["t"], 0)
+            if len(keys_a):
+                f = t.filter(pc.is_in(t["t"], value_set=fp_a))
+                j = f.join(f, "p", join_type="inner", right_suffix="_2")
+                j = j.filter(pc.not_equal(j["t"], j["t_2"]))
+                k = pc.binary_join_element_wise(j["t"], j["t_2"], " ")
+                keep = pc.is_in(k, value_set=keys_a)
+                yield from rows(ids, pc.filter(j["p"], keep), pc.filter(k, keep), 1)
+
+    return reg_tok.select("record_id", "tokens").mapInArrow(scan, _SCAN_SCHEMA)
+
+
 @dataclass
 class SharedTokens:
     """What every neighbourhood rule reads, computed once per night
@@ -1183,34 +1243,44 @@ class SharedTokens:
     tokens or the tokens of the night's frequent-pair keys (materialised: the
     only scan of the registry's tokens); ``night_fp``: (``record_id``,
     ``block_key``) the night's frequent-pair keys before the cap, or None
-    when ``frequentPairMaxBlock`` is 0."""
+    when ``frequentPairMaxBlock`` is 0; ``reg_fp``: (``record_id``,
+    ``block_key``) the registry references holding one of those keys (the
+    references the night sends again left out), from the same pass as
+    ``reg_rows`` (``_scan_token_lists``), or None: ``_frequent_pair_keys``
+    forms them from ``reg_rows``."""
 
     night_bt: DataFrame
     reg_tok: DataFrame
     reg_bt: DataFrame
     reg_rows: DataFrame
     night_fp: DataFrame | None
+    reg_fp: DataFrame | None = None
 
 
 def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
                          profile: LinkageProfile, reg_tok: DataFrame | None = None,
-                         correction: DataFrame | None = None) -> SharedTokens:
+                         correction: DataFrame | None = None, scan_limit: int = SCAN_SET_LIMIT) -> SharedTokens:
     """Compute ``SharedTokens`` (``reg_tok`` None: tokenise ``base_mem``'s texts).
 
     With ``correction`` (``token``, ``replacement``; ``night_tok`` and ``freq``
     already corrected by it) the registry's raw tokens are corrected as they
-    are read: the semi-join keeps a raw token when it, or its replacement, is
-    one the night can use, and ``reg_rows`` holds the replacement. A
-    replacement is never itself corrected (``maxFreqErrToken <
-    minFreqStdToken``), so the mapping is a function of the raw token.
+    are read: a raw token is kept when it, or its replacement, is one the
+    night can use, and ``reg_rows`` holds the replacement. A replacement is
+    never itself corrected (``maxFreqErrToken < minFreqStdToken``), so the
+    mapping is a function of the raw token.
 
-    The registry's token lists are exploded once and cut, by a broadcast
-    semi-join, to the tokens the night can use: its blocking tokens and the
-    tokens of its frequent-pair keys. Both rules downstream (shared blocking
-    tokens, holders of a night's frequent pair) read only those rows, so a
-    night no longer joins the whole history's tokens with the frequency table
-    or forms every registry reference's frequent pairs (docs/registry.md: 7 s and 10.5 s of a night at 290,000 registry
-    references, the part that grew with the history)."""
+    The registry's token lists are read once and cut to the tokens the night
+    can use: its blocking tokens and the tokens of its frequent-pair keys.
+    Both rules downstream (shared blocking tokens, holders of a night's
+    frequent pair) read only those rows, so a night never joins the whole
+    history's tokens with the frequency table. When the night's sets hold at
+    most ``scan_limit`` strings each (every night but a large first load) the
+    cut is one Arrow pass in the executors that also forms the registry
+    references' frequent-pair keys (``_scan_token_lists``, ``reg_fp``); else
+    the lists are exploded and cut by broadcast joins, and the keys are formed
+    later from ``reg_rows`` (``_frequent_pair_keys``). Both give the same rows
+    (tests/unit/test_registry_neighbourhood.py); the Arrow pass needs
+    ``minBlkTokenLen`` ≥ 2, which keeps the key rules' keys apart."""
     night_freq = _freeze(frequencies_for(freq, night_tok))  # the night's tokens' counts: night-sized joins below
     night_bt = blocking_tokens(night_tok, night_freq, eff).select(
         F.col("record_id").alias("ref_key"), "token", "freq")
@@ -1225,18 +1295,51 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
         night_fp = _freeze(frequent_pair_candidates(night_tok.select("record_id", "tokens"), night_freq, eff))
         wanted = wanted.unionByName(night_fp.select(F.explode(F.split("block_key", " ")).alias("token")))
     wanted = _freeze(wanted.distinct())
-    exploded = reg_tok.select(F.col("record_id").alias("ref_key"), F.explode(F.array_distinct("tokens")).alias("token"))
-    if correction is None:
-        reg_rows = _freeze(exploded.join(F.broadcast(wanted), "token", "left_semi"))
-    else:
+    back = None
+    if correction is not None:
         back = _freeze(correction.join(F.broadcast(wanted.withColumnRenamed("token", "replacement")),
                                        "replacement", "left_semi").select("token", "replacement"))
-        raw = wanted.unionByName(back.select("token")).distinct()
-        reg_rows = _freeze(exploded.join(F.broadcast(raw), "token", "left_semi")
-                           .join(F.broadcast(back), "token", "left")
-                           .select("ref_key", F.coalesce("replacement", "token").alias("token")).distinct())
+    sets = _night_sets(wanted, back, night_fp, scan_limit) if eff.minBlkTokenLen >= 2 else None
+    reg_fp = None
+    if sets is not None:
+        w, b, fp_tokens, fp_keys = sets
+        scanned = _freeze(_scan_token_lists(reg_tok, w, b, fp_tokens, fp_keys))
+        reg_rows = scanned.filter(F.col("kind") == 0).select("ref_key", F.col("value").alias("token"))
+        if night_fp is not None:
+            night_keys = night_tok.select(F.col("record_id").alias("ref_key")).distinct()
+            reg_fp = (scanned.filter(F.col("kind") == 1).join(F.broadcast(night_keys), "ref_key", "left_anti")
+                      .select(F.col("ref_key").alias("record_id"), F.col("value").alias("block_key")))
+    else:
+        exploded = reg_tok.select(F.col("record_id").alias("ref_key"),
+                                  F.explode(F.array_distinct("tokens")).alias("token"))
+        if back is None:
+            reg_rows = _freeze(exploded.join(F.broadcast(wanted), "token", "left_semi"))
+        else:
+            raw = wanted.unionByName(back.select("token")).distinct()
+            reg_rows = _freeze(exploded.join(F.broadcast(raw), "token", "left_semi")
+                               .join(F.broadcast(back), "token", "left")
+                               .select("ref_key", F.coalesce("replacement", "token").alias("token")).distinct())
     reg_bt = reg_rows.join(night_bt.select("token", "freq").distinct(), "token")
-    return SharedTokens(night_bt, reg_tok, reg_bt, reg_rows, night_fp)
+    return SharedTokens(night_bt, reg_tok, reg_bt, reg_rows, night_fp, reg_fp)
+
+
+def _night_sets(wanted: DataFrame, back: DataFrame | None, night_fp: DataFrame | None,
+                limit: int) -> tuple[list[str], dict[str, str], list[str], list[str]] | None:
+    """The night's sets for ``_scan_token_lists`` on the driver: (wanted tokens,
+    correction entries raw → replacement, tokens of the frequent-pair keys,
+    the keys), or None when one holds more than ``limit`` strings."""
+    def small(df: DataFrame, cols: list[str]) -> list | None:
+        got = df.select(*cols).limit(limit + 1).collect()
+        return None if len(got) > limit else got
+
+    w = small(wanted, ["token"])
+    b = small(back, ["token", "replacement"]) if back is not None else []
+    keys = small(night_fp.select("block_key").distinct(), ["block_key"]) if night_fp is not None else []
+    if w is None or b is None or keys is None:
+        return None
+    key_list = [r.block_key for r in keys]
+    fp_tokens = sorted({t for k in key_list for t in k.split(" ")})
+    return [r.token for r in w], {r.token: r.replacement for r in b}, fp_tokens, key_list
 
 
 def neighbourhood_ranks(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
@@ -1259,7 +1362,8 @@ def _frequent_pair_keys(sh: SharedTokens, night_tok: DataFrame, freq: DataFrame,
     Only keys a night reference holds matter, and a key depends only on its two
     tokens (``hdwm.blocking.frequent_pair_candidates``), so a registry
     reference's keys are formed from its tokens among those of the night's
-    keys (``sh.reg_rows``): the same keys and the same holder counts ``ub`` as
+    keys (``sh.reg_fp`` from the scan of the token lists, else from
+    ``sh.reg_rows``): the same keys and the same holder counts ``ub`` as
     forming every registry reference's pairs, at the cost of the night's
     tokens only. A registry reference the night sends again counts with the
     night's text, as in the engine."""
@@ -1267,14 +1371,16 @@ def _frequent_pair_keys(sh: SharedTokens, night_tok: DataFrame, freq: DataFrame,
         return None
     from .blocking import cap_frequent_pairs, frequent_pair_candidates
 
-    night_keys = night_tok.select(F.col("record_id").alias("ref_key")).distinct()
-    fp_tokens = _freeze(sh.night_fp.select(F.explode(F.split("block_key", " ")).alias("token")).distinct())
-    reg_lists = (sh.reg_rows.join(F.broadcast(fp_tokens), "token", "left_semi")
-                 .join(night_keys, "ref_key", "left_anti")
-                 .groupBy(F.col("ref_key").alias("record_id")).agg(F.collect_list("token").alias("tokens")))
-    small_freq = freq.join(F.broadcast(fp_tokens), "token", "left_semi")
-    reg_fp = (frequent_pair_candidates(reg_lists, F.broadcast(small_freq), eff)
-              .join(sh.night_fp.select("block_key").distinct(), "block_key", "left_semi"))
+    reg_fp = sh.reg_fp
+    if reg_fp is None:
+        night_keys = night_tok.select(F.col("record_id").alias("ref_key")).distinct()
+        fp_tokens = _freeze(sh.night_fp.select(F.explode(F.split("block_key", " ")).alias("token")).distinct())
+        reg_lists = (sh.reg_rows.join(F.broadcast(fp_tokens), "token", "left_semi")
+                     .join(night_keys, "ref_key", "left_anti")
+                     .groupBy(F.col("ref_key").alias("record_id")).agg(F.collect_list("token").alias("tokens")))
+        small_freq = freq.join(F.broadcast(fp_tokens), "token", "left_semi")
+        reg_fp = (frequent_pair_candidates(reg_lists, F.broadcast(small_freq), eff)
+                  .join(sh.night_fp.select("block_key").distinct(), "block_key", "left_semi"))
     counted = _freeze(sh.night_fp.select("record_id", "block_key", F.lit(True).alias("_night"))
                       .unionByName(reg_fp.select("record_id", "block_key", F.lit(False).alias("_night")))
                       .transform(cap_frequent_pairs(eff)))

@@ -221,8 +221,10 @@ def test_the_profile_sets_the_scored_pool(spark):
     assert entities(2) == ["E02"]
 
 
-def test_a_nights_frequent_pairs_counted_from_its_own_tokens_equal_the_engines(spark):
-    # the night counts the registry's holders of its frequent-pair keys from the registry's rows of the
+@pytest.mark.parametrize("scan_limit", [None, 0], ids=["arrow-scan", "joins"])
+def test_a_nights_frequent_pairs_counted_from_its_own_tokens_equal_the_engines(spark, scan_limit):
+    # both ways of reading the registry's token lists (one Arrow pass with the night's sets, or
+    # explode and joins when the sets are too large to ship) give the engine's keys. The night counts the registry's holders of its frequent-pair keys from the registry's rows of the
     # night's tokens only; keys and holder counts must equal the engine's frequent_pair_keys over the
     # registry (less the references sent again) plus the night, cut to the keys a night reference holds
     import random
@@ -256,7 +258,9 @@ def test_a_nights_frequent_pairs_counted_from_its_own_tokens_equal_the_engines(s
     fq = spark.createDataFrame(list(counts.items()), "token string, freq long")
     prof = load_profile("default")
     eff = prof.effective(len(population)).model_copy(update={"beta": 8, "sigma": 200, "frequentPairMaxBlock": 6})
-    sh = _shared_token_inputs(base_mem, nt, fq, eff, prof, rt)
+    sh = _shared_token_inputs(base_mem, nt, fq, eff, prof, rt,
+                              **({} if scan_limit is None else {"scan_limit": scan_limit}))
+    assert (sh.reg_fp is None) == (scan_limit == 0)
     night_fk, reg_fk = _frequent_pair_keys(sh, nt, fq, eff)
     got_night = sorted((r.record_id, r.block_key, r.ub) for r in night_fk.collect())
     got_reg = sorted((r.record_id, r.block_key) for r in reg_fk.collect())
@@ -403,3 +407,58 @@ def test_the_engine_links_a_subset_the_same_with_the_subsets_counts(spark):
         both.append(sorted(sorted(g) for g in groups.values()))
     assert both[0] == both[1]
     assert any(len(g) > 1 for g in both[0])  # something was linked
+
+
+def test_the_arrow_scan_reads_corrected_registry_tokens_as_the_joins_do(spark):
+    # registry references written with misspellings of frequent words (SMIHT, JOHM: rare, one edit from
+    # a standard token) are read corrected, both for the shared blocking tokens and for the holders of
+    # the night's frequent-pair keys; the Arrow pass must give exactly the joins' rows
+    import random
+
+    from hdwm.frequency import apply_corrections, corrected_frequencies, correction_map
+    from hdwm.incremental import _frequent_pair_keys, _shared_token_inputs
+
+    rnd = random.Random(11)
+    common = ["JOHN", "MARY", "SMITH", "JONES", "ELM", "OAK", "SPRINGFIELD", "SHELBY", "PETER", "LISA",
+              "BROWN", "WHITE", "PINE", "BIRCH", "OGDEN", "HAVEN"]
+    typo = {"SMITH": "SMIHT", "JOHN": "JOHM"}
+
+    def ref():
+        return rnd.sample(common, 3) + [f"R{rnd.randrange(40):02d}X", rnd.choice("ABCD")]
+
+    registry = {f"r|{i}": ref() for i in range(150)}
+    for i, (a, b) in enumerate([("SMIHT", "JONES"), ("JOHM", "SMITH"), ("SMIHT", "JOHN"), ("JOHM", "ELM")]):
+        registry[f"r|t{i}"] = [a, b, "OAK", "R01X", "A"]
+    night = {f"n|{i}": ref() for i in range(30)}
+    night["n|30"] = ["JOHN", "SMITH", "OAK", "R07X", "A"]
+    night["r|t3"] = ref()  # a misspelt registry reference sent again
+    population = {**{k: v for k, v in registry.items() if k not in night}, **night}
+    counts: dict[str, int] = {}
+    for ts in population.values():
+        for t in set(ts):
+            counts[t] = counts.get(t, 0) + 1
+    base_mem = spark.createDataFrame([(k, "E" + k, " ".join(ts)) for k, ts in registry.items()],
+                                     "ref_key string, entity_id string, text string")
+    rt = spark.createDataFrame(list(registry.items()), "record_id string, tokens array<string>")
+    raw_fq = spark.createDataFrame(list(counts.items()), "token string, freq long")
+    prof = load_profile("default")
+    eff = prof.effective(len(population)).model_copy(update={"beta": 8, "sigma": 200, "frequentPairMaxBlock": 9})
+    cmap = correction_map(raw_fq, eff).cache()
+    assert {r.token for r in cmap.collect()} >= {"SMIHT", "JOHM"}  # the case has corrections
+    nt = apply_corrections(spark.createDataFrame(list(night.items()), "record_id string, tokens array<string>"),
+                           cmap, prof.removeDuplicateTokens)
+    fq = corrected_frequencies(raw_fq, cmap)
+    got = {}
+    for limit in (None, 0):
+        sh = _shared_token_inputs(base_mem, nt, fq, eff, prof, rt, cmap,
+                                  **({} if limit is None else {"scan_limit": limit}))
+        night_fk, reg_fk = _frequent_pair_keys(sh, nt, fq, eff)
+        got[limit] = (sorted(map(tuple, sh.reg_rows.collect())), sorted(map(tuple, sh.reg_bt.collect())),
+                      sorted(map(tuple, night_fk.collect())), sorted(map(tuple, reg_fk.collect())))
+    assert got[None] == got[0]
+    rows, _, night_keys, reg_keys = got[None]
+    assert not {t for _, t in rows} & set(typo.values())  # registry rows are corrected
+    assert {k for k, t in rows if t == "SMITH"} & {k for k, ts in registry.items() if "SMIHT" in ts}
+    assert night_keys and reg_keys  # the case has frequent-pair keys on both sides
+    assert {("r|t1", "JOHN SMITH"), ("r|t2", "JOHN SMITH")} <= set(reg_keys)  # keys of corrected tokens
+    assert not any(k == "r|t3" for k, _ in reg_keys)  # the reference sent again counts with the night's text
