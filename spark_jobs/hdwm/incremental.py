@@ -1170,44 +1170,48 @@ def next_tokens(reg_tok: DataFrame, night: DataFrame, night_tok: DataFrame) -> D
     return both.select(src.alias("source"), rid.alias("record_id"), "tokens")
 
 
-#: sets of at most this many tokens (wanted tokens, correction entries, frequent-pair keys) are
+#: sets of at most this many strings (blocking tokens, correction entries, frequent-pair keys) are
 #: shipped to the executors, which cut the registry's token lists with them in one Arrow pass
 #: (``_scan_token_lists``); a larger night (a first load) uses the joins instead
 SCAN_SET_LIMIT = 300_000
 
-#: the rows ``_scan_token_lists`` returns: 0 a wanted token, 1 a frequent-pair key
+#: the rows ``_scan_token_lists`` returns: 0 a blocking token, 1 a frequent-pair key
 _SCAN_SCHEMA = "ref_key string, kind int, value string"
 
 
-def _scan_token_lists(reg_tok: DataFrame, wanted: list[str], back: dict[str, str],
-                      fp_tokens: list[str], fp_keys: list[str]) -> DataFrame:
+def _scan_token_lists(reg_tok: DataFrame, blocking: list[str], back: dict[str, str],
+                      fp_keys: list[str]) -> DataFrame:
     """One pass over the registry's token lists (``record_id`` = ref_key,
     ``tokens``) in the executors (``mapInArrow``, vectorised with
     ``pyarrow.compute``): each list is corrected (``back``: raw token →
-    replacement), cut to ``wanted`` and made distinct; its tokens among
-    ``fp_tokens`` form every ordered pair ``"x y"`` (x ≠ y) and the pairs in
-    ``fp_keys`` are kept.
+    replacement) and made distinct; its tokens among ``blocking`` are kept,
+    and its ordered pairs of distinct tokens ``"x y"`` that are among
+    ``fp_keys`` (pairs matched as integer codes; only kept pairs become
+    strings).
 
     Returns DataFrame(``ref_key``, ``kind``, ``value``): ``kind`` 0 rows are
-    (reference, wanted token), one per distinct pair; ``kind`` 1 rows are
-    (reference, frequent-pair key), one per distinct pair. No shuffle: the
-    explode, the join and the per-reference regrouping it replaces
-    (``_shared_token_inputs``' fallback) were the two largest steps of a
-    night against a 3M-reference registry (docs/registry.md). The sets travel
-    with the task (a night's are tens of thousands of strings)."""
+    (reference, blocking token), ``kind`` 1 rows (reference, frequent-pair
+    key), each distinct. No shuffle: the explode, the joins and the
+    per-reference regrouping it replaces (``_shared_token_inputs``' fallback)
+    were the two largest steps of a night against a 3M-reference registry
+    (docs/registry.md). The sets travel with the task (a night's are tens of
+    thousands of strings)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    wanted_a = pa.array(sorted(wanted), pa.string())
+    blocking_a = pa.array(sorted(blocking), pa.string())
     back_from = pa.array(sorted(back), pa.string())
     back_to = pa.array([back[k] for k in sorted(back)], pa.string())
-    fp_a = pa.array(sorted(fp_tokens), pa.string())
-    keys_a = pa.array(sorted(fp_keys), pa.string())
+    fp_tokens = sorted({t for k in fp_keys for t in k.split(" ")})
+    fp_a = pa.array(fp_tokens, pa.string())
+    code = {t: i for i, t in enumerate(fp_tokens)}
+    width = max(len(fp_tokens), 1)
+    key_codes = pa.array(sorted(code[x] * width + code[y] for x, y in (k.split(" ") for k in fp_keys)), pa.int64())
     out_schema = pa.schema([("ref_key", pa.string()), ("kind", pa.int32()), ("value", pa.string())])
 
     def rows(ids, parents, values, kind: int):
         return pa.table([pc.take(ids, parents).cast(pa.string()), pa.array([kind] * len(values), pa.int32()),
-                         values.cast(pa.string())], schema=out_schema).to_batches()
+                         values], schema=out_schema).to_batches()
 
     def scan(batches):
         for b in batches:
@@ -1217,15 +1221,17 @@ def _scan_token_lists(reg_tok: DataFrame, wanted: list[str], back: dict[str, str
             if len(back_from):
                 values = pc.coalesce(pc.take(back_to, pc.index_in(values, value_set=back_from)), values)
             t = pa.table({"p": parents, "t": values})
-            t = t.filter(pc.is_in(t["t"], value_set=wanted_a)).group_by(["p", "t"]).aggregate([])
-            yield from rows(ids, t["p"], t["t"], 0)
-            if len(keys_a):
-                f = t.filter(pc.is_in(t["t"], value_set=fp_a))
+            bt = t.filter(pc.is_in(t["t"], value_set=blocking_a)).group_by(["p", "t"]).aggregate([])
+            yield from rows(ids, bt["p"], bt["t"], 0)
+            if len(key_codes):
+                c = pc.index_in(t["t"], value_set=fp_a)
+                f = pa.table({"p": t["p"], "c": c}).filter(pc.is_valid(c)).group_by(["p", "c"]).aggregate([])
                 j = f.join(f, "p", join_type="inner", right_suffix="_2")
-                j = j.filter(pc.not_equal(j["t"], j["t_2"]))
-                k = pc.binary_join_element_wise(j["t"], j["t_2"], " ")
-                keep = pc.is_in(k, value_set=keys_a)
-                yield from rows(ids, pc.filter(j["p"], keep), pc.filter(k, keep), 1)
+                pair = pc.add(pc.multiply(j["c"].cast(pa.int64()), width), j["c_2"].cast(pa.int64()))
+                keep = pc.and_(pc.not_equal(j["c"], j["c_2"]), pc.is_in(pair, value_set=key_codes))
+                j = j.filter(keep)
+                key = pc.binary_join_element_wise(pc.take(fp_a, j["c"]), pc.take(fp_a, j["c_2"]), " ")
+                yield from rows(ids, j["p"], key, 1)
 
     return reg_tok.select("record_id", "tokens").mapInArrow(scan, _SCAN_SCHEMA)
 
@@ -1275,8 +1281,9 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     frequent pair) read only those rows, so a night never joins the whole
     history's tokens with the frequency table. When the night's sets hold at
     most ``scan_limit`` strings each (every night but a large first load) the
-    cut is one Arrow pass in the executors that also forms the registry
-    references' frequent-pair keys (``_scan_token_lists``, ``reg_fp``); else
+    cut is one Arrow pass in the executors that keeps the blocking tokens and
+    forms the registry references' frequent-pair keys (``_scan_token_lists``,
+    ``reg_fp``; ``reg_rows`` then holds the blocking tokens only); else
     the lists are exploded and cut by broadcast joins, and the keys are formed
     later from ``reg_rows`` (``_frequent_pair_keys``). Both give the same rows
     (tests/unit/test_registry_neighbourhood.py); the Arrow pass needs
@@ -1299,11 +1306,10 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     if correction is not None:
         back = _freeze(correction.join(F.broadcast(wanted.withColumnRenamed("token", "replacement")),
                                        "replacement", "left_semi").select("token", "replacement"))
-    sets = _night_sets(wanted, back, night_fp, scan_limit) if eff.minBlkTokenLen >= 2 else None
+    sets = _night_sets(night_bt, back, night_fp, eff, scan_limit) if eff.minBlkTokenLen >= 2 else None
     reg_fp = None
     if sets is not None:
-        w, b, fp_tokens, fp_keys = sets
-        scanned = _freeze(_scan_token_lists(reg_tok, w, b, fp_tokens, fp_keys))
+        scanned = _freeze(_scan_token_lists(reg_tok, *sets))
         reg_rows = scanned.filter(F.col("kind") == 0).select("ref_key", F.col("value").alias("token"))
         if night_fp is not None:
             night_keys = night_tok.select(F.col("record_id").alias("ref_key")).distinct()
@@ -1323,23 +1329,26 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     return SharedTokens(night_bt, reg_tok, reg_bt, reg_rows, night_fp, reg_fp)
 
 
-def _night_sets(wanted: DataFrame, back: DataFrame | None, night_fp: DataFrame | None,
-                limit: int) -> tuple[list[str], dict[str, str], list[str], list[str]] | None:
-    """The night's sets for ``_scan_token_lists`` on the driver: (wanted tokens,
-    correction entries raw → replacement, tokens of the frequent-pair keys,
-    the keys), or None when one holds more than ``limit`` strings."""
+def _night_sets(night_bt: DataFrame, back: DataFrame | None, night_fp: DataFrame | None, eff: LinkageProfile,
+                limit: int) -> tuple[list[str], dict[str, str], list[str]] | None:
+    """The night's sets for ``_scan_token_lists`` on the driver: (blocking
+    tokens, correction entries raw → replacement, frequent-pair keys), or None
+    when one holds more than ``limit`` strings. A key the night's own
+    references hold more than ``frequentPairMaxBlock`` times is left out: the
+    cap drops it whatever the registry holds."""
     def small(df: DataFrame, cols: list[str]) -> list | None:
         got = df.select(*cols).limit(limit + 1).collect()
         return None if len(got) > limit else got
 
-    w = small(wanted, ["token"])
+    bt = small(night_bt.select("token").distinct(), ["token"])
     b = small(back, ["token", "replacement"]) if back is not None else []
-    keys = small(night_fp.select("block_key").distinct(), ["block_key"]) if night_fp is not None else []
-    if w is None or b is None or keys is None:
+    keys = []
+    if night_fp is not None:
+        keys = small(night_fp.groupBy("block_key").count()
+                     .filter(F.col("count") <= eff.frequentPairMaxBlock), ["block_key"])
+    if bt is None or b is None or keys is None:
         return None
-    key_list = [r.block_key for r in keys]
-    fp_tokens = sorted({t for k in key_list for t in k.split(" ")})
-    return [r.token for r in w], {r.token: r.replacement for r in b}, fp_tokens, key_list
+    return [r.token for r in bt], {r.token: r.replacement for r in b}, [r.block_key for r in keys]
 
 
 def neighbourhood_ranks(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
@@ -1369,7 +1378,7 @@ def _frequent_pair_keys(sh: SharedTokens, night_tok: DataFrame, freq: DataFrame,
     night's text, as in the engine."""
     if sh.night_fp is None:
         return None
-    from .blocking import cap_frequent_pairs, frequent_pair_candidates
+    from .blocking import frequent_pair_candidates
 
     reg_fp = sh.reg_fp
     if reg_fp is None:
@@ -1381,9 +1390,13 @@ def _frequent_pair_keys(sh: SharedTokens, night_tok: DataFrame, freq: DataFrame,
         small_freq = freq.join(F.broadcast(fp_tokens), "token", "left_semi")
         reg_fp = (frequent_pair_candidates(reg_lists, F.broadcast(small_freq), eff)
                   .join(sh.night_fp.select("block_key").distinct(), "block_key", "left_semi"))
-    counted = _freeze(sh.night_fp.select("record_id", "block_key", F.lit(True).alias("_night"))
-                      .unionByName(reg_fp.select("record_id", "block_key", F.lit(False).alias("_night")))
-                      .transform(cap_frequent_pairs(eff)))
+    held = (sh.night_fp.select("record_id", "block_key", F.lit(True).alias("_night"))
+            .unionByName(reg_fp.select("record_id", "block_key", F.lit(False).alias("_night"))))
+    # the engine's cap (hdwm.blocking.cap_frequent_pairs) as a count per key: the night's keys are few, so
+    # the counts are broadcast back instead of sorting every holder row into a window
+    ub = (held.groupBy("block_key").agg(F.count(F.lit(1)).alias("ub"))
+          .filter(F.col("ub") <= eff.frequentPairMaxBlock))
+    counted = _freeze(held.join(F.broadcast(ub), "block_key"))
     night_fk = counted.filter("_night").select("record_id", "block_key", "ub")
     reg_fk = counted.filter(~F.col("_night")).select("record_id", "block_key")
     return night_fk, reg_fk
