@@ -1175,25 +1175,34 @@ def next_tokens(reg_tok: DataFrame, night: DataFrame, night_tok: DataFrame) -> D
 #: (``_scan_token_lists``); a larger night (a first load) uses the joins instead
 SCAN_SET_LIMIT = 300_000
 
-#: the rows ``_scan_token_lists`` returns: 0 a blocking token, 1 a frequent-pair key
-_SCAN_SCHEMA = "ref_key string, kind int, value string"
+#: the rows ``_scan_token_lists`` returns: kind 0 a blocking token, 1 a frequent-pair key, 2 a key
+#: held more than the cap within one partition (``ref_key`` null, ``n`` its holders there)
+_SCAN_SCHEMA = "ref_key string, kind int, value string, n long"
 
 
 def _scan_token_lists(reg_tok: DataFrame, blocking: list[str], back: dict[str, str],
-                      fp_keys: list[str]) -> DataFrame:
+                      fp_keys: list[str], skip: list[str], cap: int) -> DataFrame:
     """One pass over the registry's token lists (``record_id`` = ref_key,
     ``tokens``) in the executors (``mapInArrow``, vectorised with
     ``pyarrow.compute``): each list is corrected (``back``: raw token →
     replacement) and made distinct; its tokens among ``blocking`` are kept,
-    and its ordered pairs of distinct tokens ``"x y"`` that are among
-    ``fp_keys`` (pairs matched as integer codes; only kept pairs become
-    strings).
+    and so are its ordered pairs of distinct tokens ``"x y"`` among
+    ``fp_keys`` (matched as integer codes), except for the references in
+    ``skip`` (the night sends them again: they hold the night's keys with the
+    night's text).
 
-    Returns DataFrame(``ref_key``, ``kind``, ``value``): ``kind`` 0 rows are
-    (reference, blocking token), ``kind`` 1 rows (reference, frequent-pair
-    key), each distinct. No shuffle: the explode, the joins and the
-    per-reference regrouping it replaces (``_shared_token_inputs``' fallback)
-    were the two largest steps of a night against a 3M-reference registry
+    A key held by more than ``cap`` references of one partition is held by
+    more than ``cap`` in all, so the engine's cap drops it
+    (``hdwm.blocking.cap_frequent_pairs``): its holders are not returned, one
+    kind 2 row says so instead. Pairs of common names (a given name and a
+    surname) have thousands of holders in a registry of millions.
+
+    Returns DataFrame(``ref_key``, ``kind``, ``value``, ``n``): kind 0 rows
+    (reference, blocking token) and kind 1 rows (reference, frequent-pair
+    key), each distinct, ``n`` 1; kind 2 rows (null, key, holders in the
+    partition). No shuffle: the explode, the joins and the per-reference
+    regrouping it replaces (``_shared_token_inputs``' fallback) were the two
+    largest steps of a night against a 3M-reference registry
     (docs/registry.md). The sets travel with the task (a night's are tens of
     thousands of strings)."""
     import pyarrow as pa
@@ -1202,18 +1211,28 @@ def _scan_token_lists(reg_tok: DataFrame, blocking: list[str], back: dict[str, s
     blocking_a = pa.array(sorted(blocking), pa.string())
     back_from = pa.array(sorted(back), pa.string())
     back_to = pa.array([back[k] for k in sorted(back)], pa.string())
+    skip_a = pa.array(sorted(skip), pa.string())
     fp_tokens = sorted({t for k in fp_keys for t in k.split(" ")})
     fp_a = pa.array(fp_tokens, pa.string())
     code = {t: i for i, t in enumerate(fp_tokens)}
     width = max(len(fp_tokens), 1)
     key_codes = pa.array(sorted(code[x] * width + code[y] for x, y in (k.split(" ") for k in fp_keys)), pa.int64())
-    out_schema = pa.schema([("ref_key", pa.string()), ("kind", pa.int32()), ("value", pa.string())])
+    out_schema = pa.schema([("ref_key", pa.string()), ("kind", pa.int32()), ("value", pa.string()),
+                            ("n", pa.int64())])
 
-    def rows(ids, parents, values, kind: int):
-        return pa.table([pc.take(ids, parents).cast(pa.string()), pa.array([kind] * len(values), pa.int32()),
-                         values], schema=out_schema).to_batches()
+    def key_text(codes):
+        codes = pa.chunked_array([codes]) if isinstance(codes, pa.Array) else codes
+        return pc.binary_join_element_wise(pc.take(fp_a, pc.divide(codes, width)),
+                                           pc.take(fp_a, pc.subtract(codes, pc.multiply(pc.divide(codes, width),
+                                                                                        width))), " ")
+
+    def rows(refs, values, kind: int, n=None):
+        k = len(values)
+        return pa.table([refs.cast(pa.string()), pa.array([kind] * k, pa.int32()), values.cast(pa.string()),
+                         n if n is not None else pa.array([1] * k, pa.int64())], schema=out_schema).to_batches()
 
     def scan(batches):
+        held_refs, held_codes = [], []
         for b in batches:
             ids, lists = b.column("record_id"), b.column("tokens")
             parents = pc.list_parent_indices(lists)
@@ -1222,16 +1241,30 @@ def _scan_token_lists(reg_tok: DataFrame, blocking: list[str], back: dict[str, s
                 values = pc.coalesce(pc.take(back_to, pc.index_in(values, value_set=back_from)), values)
             t = pa.table({"p": parents, "t": values})
             bt = t.filter(pc.is_in(t["t"], value_set=blocking_a)).group_by(["p", "t"]).aggregate([])
-            yield from rows(ids, bt["p"], bt["t"], 0)
+            yield from rows(pc.take(ids, bt["p"]), bt["t"], 0)
             if len(key_codes):
                 c = pc.index_in(t["t"], value_set=fp_a)
-                f = pa.table({"p": t["p"], "c": c}).filter(pc.is_valid(c)).group_by(["p", "c"]).aggregate([])
+                keep = pc.is_valid(c)
+                if len(skip_a):
+                    keep = pc.and_(keep, pc.invert(pc.is_in(pc.take(ids, t["p"]), value_set=skip_a)))
+                f = pa.table({"p": t["p"], "c": c}).filter(keep).group_by(["p", "c"]).aggregate([])
                 j = f.join(f, "p", join_type="inner", right_suffix="_2")
                 pair = pc.add(pc.multiply(j["c"].cast(pa.int64()), width), j["c_2"].cast(pa.int64()))
-                keep = pc.and_(pc.not_equal(j["c"], j["c_2"]), pc.is_in(pair, value_set=key_codes))
-                j = j.filter(keep)
-                key = pc.binary_join_element_wise(pc.take(fp_a, j["c"]), pc.take(fp_a, j["c_2"]), " ")
-                yield from rows(ids, j["p"], key, 1)
+                hit = pc.and_(pc.not_equal(j["c"], j["c_2"]), pc.is_in(pair, value_set=key_codes))
+                held_refs.append(pc.take(ids, pc.filter(j["p"], hit)).cast(pa.string()))
+                held_codes.append(pc.filter(pair, hit))
+        if held_codes:
+            h = pa.table({"r": pa.chunked_array([x for r in held_refs for x in getattr(r, "chunks", [r])],
+                                                pa.string()),
+                          "k": pa.chunked_array([x for c in held_codes for x in getattr(c, "chunks", [c])],
+                                                pa.int64())})
+            counts = h.group_by("k").aggregate([("r", "count")])
+            over = counts.filter(pc.greater(counts["r_count"], cap))
+            if over.num_rows:
+                yield from rows(pa.nulls(over.num_rows, pa.string()), key_text(over["k"]), 2,
+                                over["r_count"].cast(pa.int64()))
+            h = h.filter(pc.invert(pc.is_in(h["k"], value_set=over["k"].combine_chunks())))
+            yield from rows(h["r"], key_text(h["k"]), 1)
 
     return reg_tok.select("record_id", "tokens").mapInArrow(scan, _SCAN_SCHEMA)
 
@@ -1306,15 +1339,17 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     if correction is not None:
         back = _freeze(correction.join(F.broadcast(wanted.withColumnRenamed("token", "replacement")),
                                        "replacement", "left_semi").select("token", "replacement"))
-    sets = _night_sets(night_bt, back, night_fp, eff, scan_limit) if eff.minBlkTokenLen >= 2 else None
+    sets = _night_sets(night_bt, back, night_fp, night_tok, eff, scan_limit) if eff.minBlkTokenLen >= 2 else None
     reg_fp = None
     if sets is not None:
-        scanned = _freeze(_scan_token_lists(reg_tok, *sets))
+        scanned = _freeze(_scan_token_lists(reg_tok, *sets, cap=eff.frequentPairMaxBlock))
         reg_rows = scanned.filter(F.col("kind") == 0).select("ref_key", F.col("value").alias("token"))
         if night_fp is not None:
-            night_keys = night_tok.select(F.col("record_id").alias("ref_key")).distinct()
-            reg_fp = (scanned.filter(F.col("kind") == 1).join(F.broadcast(night_keys), "ref_key", "left_anti")
-                      .select(F.col("ref_key").alias("record_id"), F.col("value").alias("block_key")))
+            over = scanned.filter(F.col("kind") == 2).select(F.col("value").alias("block_key")).distinct()
+            reg_fp = (scanned.filter(F.col("kind") == 1)
+                      .select(F.col("ref_key").alias("record_id"), F.col("value").alias("block_key"))
+                      .join(F.broadcast(over), "block_key", "left_anti"))
+            night_fp = night_fp.join(F.broadcast(over), "block_key", "left_anti")
     else:
         exploded = reg_tok.select(F.col("record_id").alias("ref_key"),
                                   F.explode(F.array_distinct("tokens")).alias("token"))
@@ -1329,26 +1364,29 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     return SharedTokens(night_bt, reg_tok, reg_bt, reg_rows, night_fp, reg_fp)
 
 
-def _night_sets(night_bt: DataFrame, back: DataFrame | None, night_fp: DataFrame | None, eff: LinkageProfile,
-                limit: int) -> tuple[list[str], dict[str, str], list[str]] | None:
+def _night_sets(night_bt: DataFrame, back: DataFrame | None, night_fp: DataFrame | None, night_tok: DataFrame,
+                eff: LinkageProfile, limit: int) -> tuple[list[str], dict[str, str], list[str], list[str]] | None:
     """The night's sets for ``_scan_token_lists`` on the driver: (blocking
-    tokens, correction entries raw → replacement, frequent-pair keys), or None
-    when one holds more than ``limit`` strings. A key the night's own
-    references hold more than ``frequentPairMaxBlock`` times is left out: the
-    cap drops it whatever the registry holds."""
+    tokens, correction entries raw → replacement, frequent-pair keys, the
+    night's references when it has keys), or None when one holds more than
+    ``limit`` strings. A key the night's own references hold more than
+    ``frequentPairMaxBlock`` times is left out: the cap drops it whatever the
+    registry holds."""
     def small(df: DataFrame, cols: list[str]) -> list | None:
         got = df.select(*cols).limit(limit + 1).collect()
         return None if len(got) > limit else got
 
     bt = small(night_bt.select("token").distinct(), ["token"])
     b = small(back, ["token", "replacement"]) if back is not None else []
-    keys = []
+    keys, refs = [], []
     if night_fp is not None:
         keys = small(night_fp.groupBy("block_key").count()
                      .filter(F.col("count") <= eff.frequentPairMaxBlock), ["block_key"])
-    if bt is None or b is None or keys is None:
+        refs = small(night_tok, ["record_id"])
+    if bt is None or b is None or keys is None or refs is None:
         return None
-    return [r.token for r in bt], {r.token: r.replacement for r in b}, [r.block_key for r in keys]
+    return ([r.token for r in bt], {r.token: r.replacement for r in b}, [r.block_key for r in keys],
+            [r.record_id for r in refs])
 
 
 def neighbourhood_ranks(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,

@@ -463,3 +463,20 @@ def test_the_arrow_scan_reads_corrected_registry_tokens_as_the_joins_do(spark):
     assert night_keys and reg_keys  # the case has frequent-pair keys on both sides
     assert {("r|t1", "JOHN SMITH"), ("r|t2", "JOHN SMITH")} <= set(reg_keys)  # keys of corrected tokens
     assert not any(k == "r|t3" for k, _ in reg_keys)  # the reference sent again counts with the night's text
+
+
+def test_the_arrow_scan_reports_a_key_over_the_cap_instead_of_its_holders(spark):
+    # three references (one of them sent again by the night, so not counted) hold MARY SMITH: over a cap of
+    # one, the scan returns one kind 2 row with the two holders it counted; JOHN SMITH (one holder) comes
+    # back with its holder, and every list is corrected (SMIHT -> SMITH) before blocking tokens are kept
+    from hdwm.incremental import _scan_token_lists
+
+    rt = spark.createDataFrame([("r|1", ["MARY", "SMITH", "ZORBA"]), ("r|2", ["SMIHT", "MARY", "OAK"]),
+                                ("r|3", ["MARY", "SMITH"]), ("r|4", ["JOHN", "SMITH", "SMITH"])],
+                               "record_id string, tokens array<string>")
+    got = sorted(((r.ref_key, r.kind, r.value, r.n) for r in _scan_token_lists(
+        rt.repartition(1), ["ZORBA", "SMITH"], {"SMIHT": "SMITH"}, ["MARY SMITH", "JOHN SMITH"], ["r|3"],
+        cap=1).collect()), key=str)
+    assert got == sorted([
+        ("r|1", 0, "ZORBA", 1), ("r|1", 0, "SMITH", 1), ("r|2", 0, "SMITH", 1), ("r|3", 0, "SMITH", 1),
+        ("r|4", 0, "SMITH", 1), (None, 2, "MARY SMITH", 2), ("r|4", 1, "JOHN SMITH", 1)], key=str)
