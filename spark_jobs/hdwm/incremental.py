@@ -1173,15 +1173,14 @@ def next_tokens(reg_tok: DataFrame, night: DataFrame, night_tok: DataFrame) -> D
 #: sets of at most this many strings (blocking tokens, correction entries, frequent-pair keys) are
 #: shipped to the executors, which cut the registry's token lists with them in one Arrow pass
 #: (``_scan_token_lists``); a larger night (a first load) uses the joins instead
-SCAN_SET_LIMIT = 300_000
+SCAN_SET_LIMIT = 2_000_000
 
 #: the rows ``_scan_token_lists`` returns: kind 0 a blocking token, 1 a frequent-pair key, 2 a key
 #: held more than the cap within one partition (``ref_key`` null, ``n`` its holders there)
 _SCAN_SCHEMA = "ref_key string, kind int, value string, n long"
 
 
-def _scan_token_lists(reg_tok: DataFrame, blocking: list[str], back: dict[str, str],
-                      fp_keys: list[str], skip: list[str], cap: int) -> DataFrame:
+def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: int) -> DataFrame:
     """One pass over the registry's token lists (``record_id`` = ref_key,
     ``tokens``) in the executors (``mapInArrow``, vectorised with
     ``pyarrow.compute``): each list is corrected (``back``: raw token →
@@ -1203,20 +1202,27 @@ def _scan_token_lists(reg_tok: DataFrame, blocking: list[str], back: dict[str, s
     partition). No shuffle: the explode, the joins and the per-reference
     regrouping it replaces (``_shared_token_inputs``' fallback) were the two
     largest steps of a night against a 3M-reference registry
-    (docs/registry.md). The sets travel with the task (a night's are tens of
-    thousands of strings)."""
+    (docs/registry.md). The sets (strings: sequences or Arrow arrays; ``back``
+    a dict or a (raw tokens, replacements) pair) reach the executors as one
+    broadcast variable: a 10,000-reference night against 3M references
+    ships about 10^5 correction entries."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    blocking_a = pa.array(sorted(blocking), pa.string())
-    back_from = pa.array(sorted(back), pa.string())
-    back_to = pa.array([back[k] for k in sorted(back)], pa.string())
-    skip_a = pa.array(sorted(skip), pa.string())
-    fp_tokens = sorted({t for k in fp_keys for t in k.split(" ")})
-    fp_a = pa.array(fp_tokens, pa.string())
-    code = {t: i for i, t in enumerate(fp_tokens)}
-    width = max(len(fp_tokens), 1)
-    key_codes = pa.array(sorted(code[x] * width + code[y] for x, y in (k.split(" ") for k in fp_keys)), pa.int64())
+    def arr(x) -> pa.Array:
+        return (x.combine_chunks() if isinstance(x, pa.ChunkedArray) else pa.array(x, pa.string())).cast(pa.string())
+
+    if isinstance(back, dict):
+        back = (list(back), list(back.values()))
+    keys_a = arr(fp_keys)
+    parts = pc.split_pattern(keys_a, " ")
+    fp_a = pc.unique(pc.list_flatten(parts)).sort()
+    width = max(len(fp_a), 1)
+    first = pc.index_in(pc.list_element(parts, 0), value_set=fp_a).cast(pa.int64())
+    second = pc.index_in(pc.list_element(parts, 1), value_set=fp_a).cast(pa.int64())
+    sets = reg_tok.sparkSession.sparkContext.broadcast({
+        "blocking": arr(blocking), "back_from": arr(back[0]), "back_to": arr(back[1]), "skip": arr(skip),
+        "fp": fp_a, "key_codes": pc.add(pc.multiply(first, width), second)})
     out_schema = pa.schema([("ref_key", pa.string()), ("kind", pa.int32()), ("value", pa.string()),
                             ("n", pa.int64())])
 
@@ -1232,6 +1238,9 @@ def _scan_token_lists(reg_tok: DataFrame, blocking: list[str], back: dict[str, s
                          n if n is not None else pa.array([1] * k, pa.int64())], schema=out_schema).to_batches()
 
     def scan(batches):
+        got = sets.value
+        blocking_a, back_from, back_to, skip_a = got["blocking"], got["back_from"], got["back_to"], got["skip"]
+        fp_a, key_codes = got["fp"], got["key_codes"]
         held_refs, held_codes = [], []
         for b in batches:
             ids, lists = b.column("record_id"), b.column("tokens")
@@ -1365,28 +1374,36 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
 
 
 def _night_sets(night_bt: DataFrame, back: DataFrame | None, night_fp: DataFrame | None, night_tok: DataFrame,
-                eff: LinkageProfile, limit: int) -> tuple[list[str], dict[str, str], list[str], list[str]] | None:
-    """The night's sets for ``_scan_token_lists`` on the driver: (blocking
-    tokens, correction entries raw → replacement, frequent-pair keys, the
-    night's references when it has keys), or None when one holds more than
-    ``limit`` strings. A key the night's own references hold more than
-    ``frequentPairMaxBlock`` times is left out: the cap drops it whatever the
-    registry holds."""
-    def small(df: DataFrame, cols: list[str]) -> list | None:
-        got = df.select(*cols).limit(limit + 1).collect()
-        return None if len(got) > limit else got
+                eff: LinkageProfile, limit: int) -> tuple | None:
+    """The night's sets for ``_scan_token_lists`` on the driver, as Arrow
+    arrays: (blocking tokens, (raw tokens, replacements) of the correction
+    entries, frequent-pair keys, the night's references when it has keys),
+    or None when one holds more than ``limit`` strings (logged). A key the
+    night's own references hold more than ``frequentPairMaxBlock`` times is
+    left out: the cap drops it whatever the registry holds."""
+    import pyarrow as pa
 
-    bt = small(night_bt.select("token").distinct(), ["token"])
-    b = small(back, ["token", "replacement"]) if back is not None else []
-    keys, refs = [], []
+    frames = {"blocking tokens": night_bt.select("token").distinct()}
+    if back is not None:
+        frames["correction entries"] = back.select("token", "replacement")
     if night_fp is not None:
-        keys = small(night_fp.groupBy("block_key").count()
-                     .filter(F.col("count") <= eff.frequentPairMaxBlock), ["block_key"])
-        refs = small(night_tok, ["record_id"])
-    if bt is None or b is None or keys is None or refs is None:
-        return None
-    return ([r.token for r in bt], {r.token: r.replacement for r in b}, [r.block_key for r in keys],
-            [r.record_id for r in refs])
+        frames["frequent-pair keys"] = (night_fp.groupBy("block_key").count()
+                                        .filter(F.col("count") <= eff.frequentPairMaxBlock).select("block_key"))
+        frames["night references"] = night_tok.select("record_id")
+    got = {}
+    for name, df in frames.items():
+        n = df.count()
+        if n > limit:
+            _say(f"registry: the night's {name} ({n:,}) are more than the scan ships ({limit:,}): "
+                 "the registry's tokens are exploded and joined instead")
+            return None
+        got[name] = df.toArrow()
+    empty = pa.array([], pa.string())
+    corr = got.get("correction entries")
+    return (got["blocking tokens"].column(0),
+            (corr.column(0), corr.column(1)) if corr is not None else (empty, empty),
+            got["frequent-pair keys"].column(0) if night_fp is not None else empty,
+            got["night references"].column(0) if night_fp is not None else empty)
 
 
 def neighbourhood_ranks(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
