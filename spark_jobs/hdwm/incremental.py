@@ -1113,7 +1113,8 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
         extra = _frequent_pair_matches(sh, night_tok, freq, eff)
         return scored_candidates(night_bt, reg_bt, base_mem, night_tok, reg_tok, freq, eff,
                                  top_entities, extra, pool=profile.registryScoredPool,
-                                 members=profile.registryScoredMembers, correction=correction).distinct()
+                                 members=profile.registryScoredMembers, correction=correction,
+                                 reg_pk=sh.reg_pk).distinct()
     if neighbourhood in ("block_key", "pair_key") and eff.blockByPairs:
         def keys(bt):
             a = bt.select("ref_key", F.col("token").alias("t1"))
@@ -1176,11 +1177,12 @@ def next_tokens(reg_tok: DataFrame, night: DataFrame, night_tok: DataFrame) -> D
 SCAN_SET_LIMIT = 2_000_000
 
 #: the rows ``_scan_token_lists`` returns: kind 0 a blocking token, 1 a frequent-pair key, 2 a key
-#: held more than the cap within one partition (``ref_key`` null, ``n`` its holders there)
+#: held more than the cap within one partition (``ref_key`` null, ``n`` its holders there), 3 a pair
+#: of blocking tokens that a night reference also holds
 _SCAN_SCHEMA = "ref_key string, kind int, value string, n long"
 
 
-def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: int) -> DataFrame:
+def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: int, pair_keys=None) -> DataFrame:
     """One pass over the registry's token lists (``record_id`` = ref_key,
     ``tokens``) in the executors (``mapInArrow``, vectorised with
     ``pyarrow.compute``): each list is corrected (``back``: raw token →
@@ -1196,10 +1198,14 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
     kind 2 row says so instead. Pairs of common names (a given name and a
     surname) have thousands of holders in a registry of millions.
 
+    With ``pair_keys`` (sorted pairs ``"a b"``, a < b, of blocking tokens
+    that a night reference holds together), each list's pairs of kept
+    blocking tokens among them are returned too (``key_matches``).
+
     Returns DataFrame(``ref_key``, ``kind``, ``value``, ``n``): kind 0 rows
-    (reference, blocking token) and kind 1 rows (reference, frequent-pair
-    key), each distinct, ``n`` 1; kind 2 rows (null, key, holders in the
-    partition). No shuffle: the explode, the joins and the per-reference
+    (reference, blocking token), kind 1 rows (reference, frequent-pair key)
+    and kind 3 rows (reference, pair of blocking tokens), each distinct,
+    ``n`` 1; kind 2 rows (null, key, holders in the partition). No shuffle: the explode, the joins and the per-reference
     regrouping it replaces (``_shared_token_inputs``' fallback) were the two
     largest steps of a night against a 3M-reference registry
     (docs/registry.md). The sets (strings: sequences or Arrow arrays; ``back``
@@ -1220,9 +1226,15 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
     width = max(len(fp_a), 1)
     first = pc.index_in(pc.list_element(parts, 0), value_set=fp_a).cast(pa.int64())
     second = pc.index_in(pc.list_element(parts, 1), value_set=fp_a).cast(pa.int64())
+    blocking_a = pc.unique(arr(blocking)).sort()
+    bwidth = max(len(blocking_a), 1)
+    pparts = pc.split_pattern(arr(pair_keys if pair_keys is not None else []), " ")
+    pair_codes = pc.add(pc.multiply(pc.index_in(pc.list_element(pparts, 0), value_set=blocking_a).cast(pa.int64()),
+                                    bwidth),
+                        pc.index_in(pc.list_element(pparts, 1), value_set=blocking_a).cast(pa.int64()))
     sets = reg_tok.sparkSession.sparkContext.broadcast({
-        "blocking": arr(blocking), "back_from": arr(back[0]), "back_to": arr(back[1]), "skip": arr(skip),
-        "fp": fp_a, "key_codes": pc.add(pc.multiply(first, width), second)})
+        "blocking": blocking_a, "back_from": arr(back[0]), "back_to": arr(back[1]), "skip": arr(skip),
+        "fp": fp_a, "key_codes": pc.add(pc.multiply(first, width), second), "pair_codes": pc.drop_null(pair_codes)})
     out_schema = pa.schema([("ref_key", pa.string()), ("kind", pa.int32()), ("value", pa.string()),
                             ("n", pa.int64())])
 
@@ -1240,7 +1252,7 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
     def scan(batches):
         got = sets.value
         blocking_a, back_from, back_to, skip_a = got["blocking"], got["back_from"], got["back_to"], got["skip"]
-        fp_a, key_codes = got["fp"], got["key_codes"]
+        fp_a, key_codes, pair_codes = got["fp"], got["key_codes"], got["pair_codes"]
         held_refs, held_codes = [], []
         for b in batches:
             ids, lists = b.column("record_id"), b.column("tokens")
@@ -1251,6 +1263,14 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
             t = pa.table({"p": parents, "t": values})
             bt = t.filter(pc.is_in(t["t"], value_set=blocking_a)).group_by(["p", "t"]).aggregate([])
             yield from rows(pc.take(ids, bt["p"]), bt["t"], 0)
+            if len(pair_codes):
+                bc = pa.table({"p": bt["p"], "c": pc.index_in(bt["t"], value_set=blocking_a)})
+                j = bc.join(bc, "p", join_type="inner", right_suffix="_2")
+                j = j.filter(pc.less(j["c"], j["c_2"]))
+                pair = pc.add(pc.multiply(j["c"].cast(pa.int64()), bwidth), j["c_2"].cast(pa.int64()))
+                j = j.filter(pc.is_in(pair, value_set=pair_codes))
+                text = pc.binary_join_element_wise(pc.take(blocking_a, j["c"]), pc.take(blocking_a, j["c_2"]), " ")
+                yield from rows(pc.take(ids, j["p"]), text, 3)
             if len(key_codes):
                 c = pc.index_in(t["t"], value_set=fp_a)
                 keep = pc.is_valid(c)
@@ -1295,7 +1315,10 @@ class SharedTokens:
     ``block_key``) the registry references holding one of those keys (the
     references the night sends again left out), from the same pass as
     ``reg_rows`` (``_scan_token_lists``), or None: ``_frequent_pair_keys``
-    forms them from ``reg_rows``."""
+    forms them from ``reg_rows``; ``reg_pk``: (``ref_key``, ``block_key``) the
+    registry references' sorted pairs of blocking tokens that a night
+    reference holds too (``night_pair_keys``), from the same pass, or None
+    (``key_matches`` then joins single tokens)."""
 
     night_bt: DataFrame
     reg_tok: DataFrame
@@ -1303,6 +1326,7 @@ class SharedTokens:
     reg_rows: DataFrame
     night_fp: DataFrame | None
     reg_fp: DataFrame | None = None
+    reg_pk: DataFrame | None = None
 
 
 def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
@@ -1349,10 +1373,13 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
         back = _freeze(correction.join(F.broadcast(wanted.withColumnRenamed("token", "replacement")),
                                        "replacement", "left_semi").select("token", "replacement"))
     sets = _night_sets(night_bt, back, night_fp, night_tok, eff, scan_limit) if eff.minBlkTokenLen >= 2 else None
-    reg_fp = None
+    reg_fp = reg_pk = None
     if sets is not None:
-        scanned = _freeze(_scan_token_lists(reg_tok, *sets, cap=eff.frequentPairMaxBlock))
+        *scan_sets, pair_keys = sets
+        scanned = _freeze(_scan_token_lists(reg_tok, *scan_sets, cap=eff.frequentPairMaxBlock, pair_keys=pair_keys))
         reg_rows = scanned.filter(F.col("kind") == 0).select("ref_key", F.col("value").alias("token"))
+        if pair_keys is not None:
+            reg_pk = scanned.filter(F.col("kind") == 3).select("ref_key", F.col("value").alias("block_key"))
         if night_fp is not None:
             over = scanned.filter(F.col("kind") == 2).select(F.col("value").alias("block_key")).distinct()
             reg_fp = (scanned.filter(F.col("kind") == 1)
@@ -1370,14 +1397,15 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
                                .join(F.broadcast(back), "token", "left")
                                .select("ref_key", F.coalesce("replacement", "token").alias("token")).distinct())
     reg_bt = reg_rows.join(night_bt.select("token", "freq").distinct(), "token")
-    return SharedTokens(night_bt, reg_tok, reg_bt, reg_rows, night_fp, reg_fp)
+    return SharedTokens(night_bt, reg_tok, reg_bt, reg_rows, night_fp, reg_fp, reg_pk)
 
 
 def _night_sets(night_bt: DataFrame, back: DataFrame | None, night_fp: DataFrame | None, night_tok: DataFrame,
                 eff: LinkageProfile, limit: int) -> tuple | None:
     """The night's sets for ``_scan_token_lists`` on the driver, as Arrow
     arrays: (blocking tokens, (raw tokens, replacements) of the correction
-    entries, frequent-pair keys, the night's references when it has keys),
+    entries, frequent-pair keys, the night's references when it has keys,
+    its pairs of blocking tokens with ``blockByPairs`` else None),
     or None when one holds more than ``limit`` strings (logged). A key the
     night's own references hold more than ``frequentPairMaxBlock`` times is
     left out: the cap drops it whatever the registry holds."""
@@ -1390,6 +1418,8 @@ def _night_sets(night_bt: DataFrame, back: DataFrame | None, night_fp: DataFrame
         frames["frequent-pair keys"] = (night_fp.groupBy("block_key").count()
                                         .filter(F.col("count") <= eff.frequentPairMaxBlock).select("block_key"))
         frames["night references"] = night_tok.select("record_id")
+    if eff.blockByPairs:
+        frames["pairs of blocking tokens"] = night_pair_keys(night_bt).select("block_key").distinct()
     got = {}
     for name, df in frames.items():
         n = df.count()
@@ -1403,7 +1433,8 @@ def _night_sets(night_bt: DataFrame, back: DataFrame | None, night_fp: DataFrame
     return (got["blocking tokens"].column(0),
             (corr.column(0), corr.column(1)) if corr is not None else (empty, empty),
             got["frequent-pair keys"].column(0) if night_fp is not None else empty,
-            got["night references"].column(0) if night_fp is not None else empty)
+            got["night references"].column(0) if night_fp is not None else empty,
+            got["pairs of blocking tokens"].column(0) if eff.blockByPairs else None)
 
 
 def neighbourhood_ranks(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
@@ -1563,24 +1594,56 @@ def entity_ranks(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFrame, ef
         "night_key", "entity_id", F.col("b.ref_key").alias("ref_key"), F.col("b.weight").alias("weight"), "rank")
 
 
+def night_pair_keys(night_bt: DataFrame) -> DataFrame:
+    """(``night_key``, ``block_key``): each night reference's sorted pairs
+    ``"a b"`` (a < b) of its blocking tokens (``night_bt``: ``ref_key``,
+    ``token``, ``freq``), the engine's pair keys with ``blockByPairs``."""
+    a = night_bt.select(F.col("ref_key").alias("night_key"), F.col("token").alias("t1"))
+    b = night_bt.select(F.col("ref_key").alias("night_key"), F.col("token").alias("t2"))
+    return a.join(b, "night_key").filter(F.col("t1") < F.col("t2")).select(
+        "night_key", F.concat_ws(" ", "t1", "t2").alias("block_key"))
+
+
 def key_matches(night_bt: DataFrame, reg_bt: DataFrame, eff: LinkageProfile,
-                extra: DataFrame | None = None) -> DataFrame:
+                extra: DataFrame | None = None, reg_pk: DataFrame | None = None) -> DataFrame:
     """(``night_key``, ``ref_key``, ``weight``): every night reference and registry
     reference that share an engine block key (see ``ranked_candidates``), with
     the IDF weight of the blocking tokens they share in nats, plus ``extra``
-    (weights of one pair summed). Arguments as ``ranked_candidates``."""
+    (weights of one pair summed). Arguments as ``ranked_candidates``.
+
+    With ``blockByPairs`` and ``reg_pk`` (``ref_key``, ``block_key``: the
+    registry references' pairs of blocking tokens that a night reference
+    holds too, ``_scan_token_lists``) the pairs are found through the pair
+    keys, and, with ``rareTokenBlocks``, through the rare tokens alone; only
+    then are their shared tokens counted. Joining every night blocking token
+    with all its stored holders (up to beta of them, and beta grows with √N)
+    was the largest step of a night against 3M references. Two references
+    sharing two or more tokens hold a pair key for each two of them, so the
+    shared tokens, their count, the rarest and the weight are the same."""
     n = max(int(eff.referenceCount or 1), 1)
-    shared = (night_bt.select(F.col("ref_key").alias("night_key"), "token", "freq")
-              .join(reg_bt.select("ref_key", "token"), "token")
-              .groupBy("night_key", "ref_key")
+    nb = night_bt.select(F.col("ref_key").alias("night_key"), "token", "freq")
+    rare_alone = eff.blockByPairs and getattr(eff, "rareTokenBlocks", False)
+    if rare_alone:
+        from .blocking import rare_token_limit
+    if eff.blockByPairs and reg_pk is not None:
+        shared_tokens = (night_pair_keys(night_bt).join(reg_pk, "block_key")
+                         .select("night_key", "ref_key", F.explode(F.split("block_key", " ")).alias("token")))
+        if rare_alone:
+            limit = rare_token_limit(eff)
+            shared_tokens = shared_tokens.unionByName(
+                nb.filter(F.col("freq") <= limit).select("night_key", "token")
+                .join(reg_bt.filter(F.col("freq") <= limit).select("ref_key", "token"), "token")
+                .select("night_key", "ref_key", "token"))
+        joined = shared_tokens.distinct().join(F.broadcast(nb.select("token", "freq").distinct()), "token")
+    else:
+        joined = nb.join(reg_bt.select("ref_key", "token"), "token")
+    shared = (joined.groupBy("night_key", "ref_key")
               .agg(F.count(F.lit(1)).alias("shared"), F.min("freq").alias("rarest"),
                    F.sum(F.log(F.lit(float(n)) / F.col("freq"))).alias("weight")))
     share_a_key = F.col("shared") >= (2 if eff.blockByPairs else 1)
-    if eff.blockByPairs and getattr(eff, "rareTokenBlocks", False):
+    if rare_alone:
         # the engine's own rule: a token rarer than sqrt(beta) is a block key alone (a person who
         # moved shares the surname, or an SSN beside another address); ranked, it cannot flood
-        from .blocking import rare_token_limit
-
         share_a_key = share_a_key | (F.col("rarest") <= rare_token_limit(eff))
     matches = shared.filter(share_a_key).select("night_key", "ref_key", "weight")
     if extra is not None:
@@ -1601,7 +1664,7 @@ def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
                       reg_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
                       top_entities: int = TOP_ENTITIES, extra: DataFrame | None = None,
                       pool: int = SCORED_POOL, members: int = SCORED_MEMBERS,
-                      correction: DataFrame | None = None) -> DataFrame:
+                      correction: DataFrame | None = None, reg_pk: DataFrame | None = None) -> DataFrame:
     """The ``scored`` neighbourhood: the ``ranked`` pool re-ranked by the engine's
     own comparator.
 
@@ -1632,7 +1695,8 @@ def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     ``correction`` (``token``, ``replacement``): when given, ``night_tok`` and
     ``freq`` are already corrected and the registry members scored are
     corrected by it before their comparison tokens are built, so the score is
-    the engine's after its global correction.
+    the engine's after its global correction; ``reg_pk`` the registry's pairs
+    of blocking tokens a night reference holds too (``key_matches``).
 
     Returns: DataFrame(``ref_key``): one registry reference per kept entity.
 
@@ -1644,7 +1708,7 @@ def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     if min(top_entities, pool, members) < 1:
         raise ValueError(f"top_entities, pool and members must be at least 1, got {top_entities}, {pool}, {members}")
     pool = max(pool, top_entities)
-    matches = _freeze(key_matches(night_bt, reg_bt, eff, extra))
+    matches = _freeze(key_matches(night_bt, reg_bt, eff, extra, reg_pk))
     matches = _freeze(matches.join(entities_of(base_mem, matches), "ref_key"))
     ent_w = Window.partitionBy("night_key").orderBy(F.desc("ew"), F.asc("entity_id"))
     pooled = (matches.groupBy("night_key", "entity_id").agg(F.max("weight").alias("ew"))

@@ -480,3 +480,48 @@ def test_the_arrow_scan_reports_a_key_over_the_cap_instead_of_its_holders(spark)
     assert got == sorted([
         ("r|1", 0, "ZORBA", 1), ("r|1", 0, "SMITH", 1), ("r|2", 0, "SMITH", 1), ("r|3", 0, "SMITH", 1),
         ("r|4", 0, "SMITH", 1), (None, 2, "MARY SMITH", 2), ("r|4", 1, "JOHN SMITH", 1)], key=str)
+
+
+def test_key_matches_through_pair_keys_equal_those_through_single_tokens(spark):
+    # the scan's pairs of blocking tokens (and the rare tokens alone) find the same night-registry pairs,
+    # with the same weights, as joining every blocking token with all its stored holders
+    import random
+
+    from hdwm.blocking import rare_token_limit
+    from hdwm.incremental import _shared_token_inputs, key_matches
+
+    rnd = random.Random(5)
+    vocab = [f"W{i:02d}QX" for i in range(60)]
+    weights = [1.0 / (i + 1) for i in range(60)]
+
+    def ref():
+        return list(dict.fromkeys(rnd.choices(vocab, weights, k=7)))
+
+    registry = {f"r|{i}": ref() for i in range(220)}
+    night = {f"n|{i}": ref() for i in range(40)}
+    counts: dict[str, int] = {}
+    for ts in list(registry.values()) + list(night.values()):
+        for t in set(ts):
+            counts[t] = counts.get(t, 0) + 1
+    base_mem = spark.createDataFrame([(k, "E" + k, " ".join(ts)) for k, ts in registry.items()],
+                                     "ref_key string, entity_id string, text string")
+    rt = spark.createDataFrame(list(registry.items()), "record_id string, tokens array<string>")
+    nt = spark.createDataFrame(list(night.items()), "record_id string, tokens array<string>")
+    fq = spark.createDataFrame(list(counts.items()), "token string, freq long")
+    prof = load_profile("default")
+    eff = prof.effective(len(registry) + len(night)).model_copy(
+        update={"beta": 40, "blockByPairs": True, "rareTokenBlocks": True, "frequentPairMaxBlock": 0})
+    sh = _shared_token_inputs(base_mem, nt, fq, eff, prof, rt)
+    assert sh.reg_pk is not None
+    got = {}
+    for pk in (sh.reg_pk, None):
+        got[pk is None] = sorted((r.night_key, r.ref_key, round(r.weight, 9))
+                                 for r in key_matches(sh.night_bt, sh.reg_bt, eff, None, pk).collect())
+    assert got[True] == got[False]
+    assert len(got[True]) > 50
+    # the case has pairs matched by one rare token alone and pairs sharing several tokens
+    limit = rare_token_limit(eff)
+    bt = {k: {t for t in ts if 2 <= counts[t] <= 40} for k, ts in {**registry, **night}.items()}
+    shared = [bt[n] & bt[r] for n, r, _ in got[True]]
+    assert any(len(s) == 1 and counts[next(iter(s))] <= limit for s in shared)
+    assert any(len(s) >= 3 for s in shared)
