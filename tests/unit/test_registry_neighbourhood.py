@@ -221,6 +221,23 @@ def test_the_profile_sets_the_scored_pool(spark):
     assert entities(2) == ["E02"]
 
 
+def _token_frames(spark, registry: dict, night: dict):
+    """A registry and a night as the neighbourhood reads them: (population size, counts, base_mem
+    (ref_key, entity_id, text), registry tokens, night tokens (record_id, tokens), frequencies).
+    A night reference with a registry key replaces the stored one in the population's counts."""
+    population = {**{k: v for k, v in registry.items() if k not in night}, **night}
+    counts: dict[str, int] = {}
+    for ts in population.values():
+        for t in set(ts):
+            counts[t] = counts.get(t, 0) + 1
+    base_mem = spark.createDataFrame([(k, "E" + k, " ".join(ts)) for k, ts in registry.items()],
+                                     "ref_key string, entity_id string, text string")
+    rt = spark.createDataFrame(list(registry.items()), "record_id string, tokens array<string>")
+    nt = spark.createDataFrame(list(night.items()), "record_id string, tokens array<string>")
+    fq = spark.createDataFrame(list(counts.items()), "token string, freq long")
+    return len(population), counts, base_mem, rt, nt, fq
+
+
 @pytest.mark.parametrize("scan_limit", [None, 0], ids=["arrow-scan", "joins"])
 def test_a_nights_frequent_pairs_counted_from_its_own_tokens_equal_the_engines(spark, scan_limit):
     # both ways of reading the registry's token lists (one Arrow pass with the night's sets, or
@@ -247,15 +264,7 @@ def test_a_nights_frequent_pairs_counted_from_its_own_tokens_equal_the_engines(s
     night = {f"n|{i}": ref() for i in range(25)}
     night.update({"r|0": ref(), "r|1": ref()})  # sent again with another text
     population = {**{k: v for k, v in registry.items() if k not in night}, **night}
-    counts = {}
-    for ts in population.values():
-        for t in set(ts):
-            counts[t] = counts.get(t, 0) + 1
-    base_mem = spark.createDataFrame([(k, "E" + k, " ".join(ts)) for k, ts in registry.items()],
-                                     "ref_key string, entity_id string, text string")
-    nt = spark.createDataFrame(list(night.items()), "record_id string, tokens array<string>")
-    rt = spark.createDataFrame(list(registry.items()), "record_id string, tokens array<string>")
-    fq = spark.createDataFrame(list(counts.items()), "token string, freq long")
+    _, counts, base_mem, rt, nt, fq = _token_frames(spark, registry, night)
     prof = load_profile("default")
     eff = prof.effective(len(population)).model_copy(update={"beta": 8, "sigma": 200, "frequentPairMaxBlock": 6})
     sh = _shared_token_inputs(base_mem, nt, fq, eff, prof, rt,
@@ -432,21 +441,12 @@ def test_the_arrow_scan_reads_corrected_registry_tokens_as_the_joins_do(spark):
     night = {f"n|{i}": ref() for i in range(30)}
     night["n|30"] = ["JOHN", "SMITH", "OAK", "ZORBA", "A"]
     night["r|t3"] = ref()  # a misspelt registry reference sent again
-    population = {**{k: v for k, v in registry.items() if k not in night}, **night}
-    counts: dict[str, int] = {}
-    for ts in population.values():
-        for t in set(ts):
-            counts[t] = counts.get(t, 0) + 1
-    base_mem = spark.createDataFrame([(k, "E" + k, " ".join(ts)) for k, ts in registry.items()],
-                                     "ref_key string, entity_id string, text string")
-    rt = spark.createDataFrame(list(registry.items()), "record_id string, tokens array<string>")
-    raw_fq = spark.createDataFrame(list(counts.items()), "token string, freq long")
+    n, _, base_mem, rt, raw_nt, raw_fq = _token_frames(spark, registry, night)
     prof = load_profile("default")
-    eff = prof.effective(len(population)).model_copy(update={"beta": 8, "sigma": 200, "frequentPairMaxBlock": 9})
+    eff = prof.effective(n).model_copy(update={"beta": 8, "sigma": 200, "frequentPairMaxBlock": 9})
     cmap = correction_map(raw_fq, eff).cache()
     assert {r.token for r in cmap.collect()} >= {"SMIHT", "JOHM"}  # the case has corrections
-    nt = apply_corrections(spark.createDataFrame(list(night.items()), "record_id string, tokens array<string>"),
-                           cmap, prof.removeDuplicateTokens)
+    nt = apply_corrections(raw_nt, cmap, prof.removeDuplicateTokens)
     fq = corrected_frequencies(raw_fq, cmap)
     got = {}
     for limit in (None, 0):
@@ -499,17 +499,9 @@ def test_key_matches_through_pair_keys_equal_those_through_single_tokens(spark):
 
     registry = {f"r|{i}": ref() for i in range(220)}
     night = {f"n|{i}": ref() for i in range(40)}
-    counts: dict[str, int] = {}
-    for ts in list(registry.values()) + list(night.values()):
-        for t in set(ts):
-            counts[t] = counts.get(t, 0) + 1
-    base_mem = spark.createDataFrame([(k, "E" + k, " ".join(ts)) for k, ts in registry.items()],
-                                     "ref_key string, entity_id string, text string")
-    rt = spark.createDataFrame(list(registry.items()), "record_id string, tokens array<string>")
-    nt = spark.createDataFrame(list(night.items()), "record_id string, tokens array<string>")
-    fq = spark.createDataFrame(list(counts.items()), "token string, freq long")
+    n, counts, base_mem, rt, nt, fq = _token_frames(spark, registry, night)
     prof = load_profile("default")
-    eff = prof.effective(len(registry) + len(night)).model_copy(
+    eff = prof.effective(n).model_copy(
         update={"beta": 40, "blockByPairs": True, "rareTokenBlocks": True, "frequentPairMaxBlock": 0})
     sh = _shared_token_inputs(base_mem, nt, fq, eff, prof, rt)
     assert sh.reg_pk is not None
