@@ -1205,13 +1205,14 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
     Returns DataFrame(``ref_key``, ``kind``, ``value``, ``n``): kind 0 rows
     (reference, blocking token), kind 1 rows (reference, frequent-pair key)
     and kind 3 rows (reference, pair of blocking tokens), each distinct,
-    ``n`` 1; kind 2 rows (null, key, holders in the partition). No shuffle: the explode, the joins and the per-reference
-    regrouping it replaces (``_shared_token_inputs``' fallback) were the two
-    largest steps of a night against a 3M-reference registry
-    (docs/registry.md). The sets (strings: sequences or Arrow arrays; ``back``
-    a dict or a (raw tokens, replacements) pair) reach the executors as one
-    broadcast variable: a 10,000-reference night against 3M references
-    ships about 10^5 correction entries."""
+    ``n`` 1; kind 2 rows (null, key, holders in the partition).
+
+    No shuffle: the explode, the joins and the per-reference regrouping it
+    replaces (``_shared_token_inputs``' fallback) were the two largest steps
+    of a night against a 3M-reference registry (docs/registry.md). The sets
+    (strings: sequences or Arrow arrays; ``back`` a dict or a (raw tokens,
+    replacements) pair) reach the executors as one broadcast variable, at
+    most ``SCAN_SET_LIMIT`` strings each."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -1405,8 +1406,9 @@ def _night_sets(night_bt: DataFrame, back: DataFrame | None, night_fp: DataFrame
     """The night's sets for ``_scan_token_lists`` on the driver, as Arrow
     arrays: (blocking tokens, (raw tokens, replacements) of the correction
     entries, frequent-pair keys, the night's references when it has keys,
-    its pairs of blocking tokens with ``blockByPairs`` else None),
-    or None when one holds more than ``limit`` strings (logged). A key the
+    its pairs of blocking tokens with ``blockByPairs`` else None), or None
+    when one holds more than ``limit`` strings (logged); pairs of blocking
+    tokens above the limit are left out (None) and the rest is shipped. A key the
     night's own references hold more than ``frequentPairMaxBlock`` times is
     left out: the cap drops it whatever the registry holds."""
     import pyarrow as pa
@@ -1423,18 +1425,22 @@ def _night_sets(night_bt: DataFrame, back: DataFrame | None, night_fp: DataFrame
     got = {}
     for name, df in frames.items():
         n = df.count()
-        if n > limit:
+        if n > limit and name == "pairs of blocking tokens":
+            _say(f"registry: the night's {name} ({n:,}) are more than the scan ships ({limit:,}): "
+                 "night-registry pairs are found by joining single tokens")
+        elif n > limit:
             _say(f"registry: the night's {name} ({n:,}) are more than the scan ships ({limit:,}): "
                  "the registry's tokens are exploded and joined instead")
             return None
-        got[name] = df.toArrow()
+        else:
+            got[name] = df.toArrow()
     empty = pa.array([], pa.string())
     corr = got.get("correction entries")
     return (got["blocking tokens"].column(0),
             (corr.column(0), corr.column(1)) if corr is not None else (empty, empty),
             got["frequent-pair keys"].column(0) if night_fp is not None else empty,
             got["night references"].column(0) if night_fp is not None else empty,
-            got["pairs of blocking tokens"].column(0) if eff.blockByPairs else None)
+            got["pairs of blocking tokens"].column(0) if "pairs of blocking tokens" in got else None)
 
 
 def neighbourhood_ranks(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,

@@ -511,6 +511,12 @@ def test_key_matches_through_pair_keys_equal_those_through_single_tokens(spark):
                                  for r in key_matches(sh.night_bt, sh.reg_bt, eff, None, pk).collect())
     assert got[True] == got[False]
     assert len(got[True]) > 50
+    # a night whose pairs of blocking tokens are too many to ship still scans, and joins single tokens
+    part = _shared_token_inputs(base_mem, nt, fq, eff, prof, rt,
+                                scan_limit=sh.night_bt.select("token").distinct().count())
+    assert part.reg_pk is None
+    assert sorted((r.night_key, r.ref_key, round(r.weight, 9))
+                  for r in key_matches(part.night_bt, part.reg_bt, eff, None, part.reg_pk).collect()) == got[True]
     # the case has pairs matched by one rare token alone and pairs sharing several tokens
     limit = rare_token_limit(eff)
     bt = {k: {t for t in ts if 2 <= counts[t] <= 40} for k, ts in {**registry, **night}.items()}
