@@ -1117,10 +1117,7 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
                                  reg_pk=sh.reg_pk).distinct()
     if neighbourhood in ("block_key", "pair_key") and eff.blockByPairs:
         def keys(bt):
-            a = bt.select("ref_key", F.col("token").alias("t1"))
-            b = bt.select("ref_key", F.col("token").alias("t2"))
-            k = a.join(b, "ref_key").filter(F.col("t1") < F.col("t2")).select(
-                "ref_key", F.concat_ws(" ", "t1", "t2").alias("block_key"))
+            k = night_pair_keys(bt).withColumnRenamed("night_key", "ref_key")
             if neighbourhood == "block_key" and getattr(eff, "rareTokenBlocks", False):
                 # the engine's rule: a token rarer than sqrt(beta) also blocks on its own
                 from .blocking import rare_token_limit
@@ -1601,9 +1598,10 @@ def entity_ranks(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFrame, ef
 
 
 def night_pair_keys(night_bt: DataFrame) -> DataFrame:
-    """(``night_key``, ``block_key``): each night reference's sorted pairs
-    ``"a b"`` (a < b) of its blocking tokens (``night_bt``: ``ref_key``,
-    ``token``, ``freq``), the engine's pair keys with ``blockByPairs``."""
+    """(``night_key``, ``block_key``): each reference's sorted pairs ``"a b"``
+    (a < b) of its blocking tokens (``night_bt``: ``ref_key``, ``token``[,
+    ``freq``]; the night's, or the registry's in ``candidate_references``),
+    the engine's pair keys with ``blockByPairs``."""
     a = night_bt.select(F.col("ref_key").alias("night_key"), F.col("token").alias("t1"))
     b = night_bt.select(F.col("ref_key").alias("night_key"), F.col("token").alias("t2"))
     return a.join(b, "night_key").filter(F.col("t1") < F.col("t2")).select(
