@@ -90,8 +90,8 @@ class _Tee(io.StringIO):
 
 
 def seed_registry(spark, reg: Path, hist, ds: str, profile_name: str) -> dict:
-    """Write registry version ``ds`` from the references ``hist`` (pandas: source, record_id,
-    truth_entity, attribute columns) clustered by their truth; returns its counts."""
+    """Write registry version ``ds`` from the references ``hist`` (pandas or Spark: source, record_id,
+    truth_entity, attribute columns, such as a curated slice) clustered by their truth; returns its counts."""
     import link as link_job
     from pyspark.sql import functions as F
 
@@ -100,9 +100,11 @@ def seed_registry(spark, reg: Path, hist, ds: str, profile_name: str) -> dict:
     from hdwm.registry import (empty_version, golden_records, mint_id_col, ref_key_col, write_version)
     from hdwm.tokenizer import tokenize, tokens_fingerprint
 
+    from pyspark.sql import DataFrame
+
     profile = load_profile(profile_name)
-    sdf = spark.createDataFrame(hist.astype(object).where(hist.notna(), None),
-                                ", ".join(f"`{c}` string" for c in hist.columns))
+    sdf = hist if isinstance(hist, DataFrame) else spark.createDataFrame(
+        hist.astype(object).where(hist.notna(), None), ", ".join(f"`{c}` string" for c in hist.columns))
     refs = sdf.select("source", "record_id", "truth_entity", link_job.reference_text(sdf).alias("text"),
                       link_job.attributes_map(sdf).alias("attributes")).withColumn("ref_key", ref_key_col())
     refs = refs.localCheckpoint(eager=True)
