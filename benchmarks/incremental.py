@@ -16,7 +16,10 @@ Each night is written as a curated Parquet folder and linked by the real link
 job (``link.run(..., registry=...)``, one Spark session for all nights, so no
 JVM start is counted), then marked published. Reported per night: link
 seconds (the job's own ``seconds``), the neighbourhood the engine saw,
-new / joined / merges / splits. At the end: pairwise F1 of the final registry
+new / joined / merges / splits, the bytes of the curated night and of the layers
+it wrote, and ``lake/entities`` after it. At the end: ``lake/entities`` against its
+bound (1.5x one full version, measured by compacting a copy of the last
+version, plus the nights' own layers as each night wrote them), and pairwise F1 of the final registry
 partition against the truth, and of a full batch relink of every reference
 (``hdwm.registry.rebuild``, the same engine and profile) against the truth and
 against the incremental partition.
@@ -90,6 +93,34 @@ def deal(df, nights: int, per_night: int, seed: int):
         part.insert(1, "source", "src_a" if i % 2 == 0 else "src_b")
         out.append(part)
     return out
+
+
+def folder_bytes(path: Path) -> int:
+    """Bytes of every file under ``path`` (0 when it does not exist)."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
+def own_bytes(reg: Path, ds: str) -> int:
+    """Bytes of the layers version ``ds`` wrote as its own delta (its manifest's ``own``)."""
+    c = json.loads((reg / f"ds={ds}" / "_COMPLETE.json").read_text())
+    return sum(folder_bytes(reg / "_layers" / part / lid) for part, lid in c.get("own", {}).items())
+
+
+def full_version_bytes(spark, reg: Path, ds: str, scratch: Path) -> int:
+    """Bytes of version ``ds`` written as one full version: a copy of the registry compacted
+    (``hdwm.registry.compact``: one layer per part), its layers measured, the copy removed."""
+    import shutil
+
+    from hdwm.registry import compact
+
+    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.copytree(reg, scratch)
+    try:
+        c = compact(spark, scratch, ds)
+        return sum(folder_bytes(scratch / "_layers" / part / lid) for part, lids in c["layers"].items()
+                   for lid in lids)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def f1_gap(batch: dict | None, incremental: dict | None) -> float | None:
@@ -190,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
                "joined": r["joined_existing"], "merges": r["merges"], "splits": r["splits"],
                "references_total": r["references_total"], "entities_total": r["entities_total"],
                "night_f1": (payload["pairwise"] or {}).get("f1"),
-               "load_1min": round(os.getloadavg()[0], 1)}
+               "curated_bytes": folder_bytes(cur), "written_bytes": own_bytes(reg, ds),
+               "lake_entities_bytes": folder_bytes(reg), "load_1min": round(os.getloadavg()[0], 1)}
         per_night.append(rec)
         print(f"[bench] night {rec['night']}: {json.dumps(rec)}", file=sys.stderr, flush=True)
         if a.json:
@@ -212,6 +244,14 @@ def main(argv: list[str] | None = None) -> int:
     base_s = per_night[0]["seconds"]
     results["max_night_ratio"] = round(max(r["seconds"] for r in per_night) / base_s, 3)
     results["night1_seconds"] = base_s
+    # the lake's bound: lake/entities after the nights <= 1.5 x one full version + the nights' own layers
+    results["lake_entities_bytes"] = folder_bytes(reg)
+    results["own_bytes_total"] = sum(  # measured when each night was written, before any retention
+        r["written_bytes"] if r.get("written_bytes") is not None
+        else own_bytes(reg, r["ds"]) if (reg / f"ds={r['ds']}" / "_COMPLETE.json").is_file() else 0
+        for r in per_night)
+    results["full_version_bytes"] = full_version_bytes(spark, reg, last, work / "compacted-copy")
+    results["lake_bound_bytes"] = round(1.5 * results["full_version_bytes"] + results["own_bytes_total"])
     if not a.skip_batch:
         t = time.time()
         rep = rebuild(spark, str(reg), last, str(work / "rebuild"), a.profile)

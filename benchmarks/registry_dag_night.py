@@ -75,6 +75,21 @@ def land_csv(df, data: Path, ds: str) -> int:
     return len(out)
 
 
+def stop_jvm(spark) -> None:
+    """Stop ``spark`` and its JVM: ``SparkSession.stop`` leaves the driver JVM of a Python process
+    running with its heap (8 GB at 3M), which the DAG's own Spark jobs then lack."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    spark.stop()
+    proc = getattr(gateway, "proc", None)
+    if gateway is not None and proc is not None:
+        gateway.shutdown()
+        proc.terminate()
+        proc.wait(60)
+        SparkContext._gateway = SparkContext._jvm = None
+
+
 def seed_history(data: Path, hist, ds: str, a, work: Path) -> dict:
     """Land, cleanse and seed registry version ``ds`` from ``hist``; copy a kept seed instead when
     ``--keep-seed`` kept one for the same size and seed. Returns the seed's counts and seconds."""
@@ -107,7 +122,7 @@ def seed_history(data: Path, hist, ds: str, a, work: Path) -> dict:
         counts = seed_registry(spark, reg, spark.read.parquet(str(lake / "curated" / ds)), ds, a.profile)
         counts["cleanse_seconds"] = round(t_seed - t0, 1)
     finally:
-        spark.stop()
+        stop_jvm(spark)
     if a.keep_seed:
         shutil.rmtree(kept, ignore_errors=True)
         shutil.copytree(reg, kept / "entities")
