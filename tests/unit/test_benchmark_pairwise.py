@@ -75,3 +75,27 @@ def test_incremental_resume_needs_the_interrupted_runs_work_and_json(bench, tmp_
             inc.main(argv)
         assert e.value.code == 2
         assert "--resume continues an interrupted run" in capsys.readouterr().err
+
+
+def test_registry_dag_night_lands_synth_rows_as_the_declared_febrl_source(bench, repo, tmp_path):
+    """The DAG-night benchmark lands benchmarks/synth.py rows as source ``febrl``: the header is
+    the declared one (the cleanse job would stop on schema drift), and the source's truth pattern
+    gives back the generator's truth for every row."""
+    import csv
+    import re
+
+    import sourcecontract as S
+
+    synth, night = bench("synth"), bench("registry_dag_night")
+    src = tmp_path / "synth.csv"
+    synth.generate(60, 7, src)
+    df = pd.read_csv(src, dtype=str, keep_default_na=False).rename(columns={"rec_id": "record_id"})
+    truth = dict(zip(df["record_id"], df["truth_entity"]))
+    assert night.land_csv(df.drop(columns=["truth_entity", "phone"]), tmp_path, "2025-01-02") == 60
+    with (tmp_path / "landing" / "febrl" / "2025-01-02" / "part-0.csv").open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    spec = S.load_sources(repo / "include" / "config" / "sources.yaml")["febrl"]
+    assert S.compare_header(rows[0], spec).ok
+    pattern = re.compile(spec.truth_pattern)
+    assert len(rows) == 61 and all(pattern.match(r[0]).group(1) == truth[r[0]] for r in rows[1:])
+    assert {r[rows[0].index("address_2")] for r in rows[1:]} == {""}
