@@ -99,6 +99,9 @@ BIG_ENTITY_WARN = 2000
 TOP_ENTITIES = LinkageProfile.model_fields["registryTopEntities"].default
 #: the neighbourhood rules: the values the profile's ``registryNeighbourhood`` accepts
 NEIGHBOURHOODS = typing.get_args(LinkageProfile.model_fields["registryNeighbourhood"].annotation)
+#: a night against the empty registry is linked alone (``_first_night``), without the registry
+#: look-ups of the general path; tests turn it off to compare the two
+FIRST_NIGHT_ALONE = True
 DECISIONS_COLUMNS = ["source_a", "record_id_a", "source_b", "record_id_b", "decision", "decided_by",
                      "decided_at", "note"]
 
@@ -855,14 +858,20 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     if n_base is None:
         n_base = base_mem.count()
     n_base = int(n_base)
+    # the empty registry (a first night): nothing is stored to send again, pull in or relink, so the
+    # night is linked alone, as a batch would link it, and none of the Spark jobs that look the night's
+    # references and keys up in the registry run (each costs its scheduling even over no rows)
+    first = n_base == 0 and FIRST_NIGHT_ALONE
 
     # 1. frequencies: base + night, minus the old text of references sent again
     night_tok = _freeze(tokenize(night.select(F.col("ref_key").alias("record_id"), "text"), profile))
     # references sent again: found on the key columns alone (a narrow scan of the members); their
     # whole rows (text, entity) are read only when there are some
-    resent_keys = _freeze(base_mem.select("ref_key").join(F.broadcast(night.select("ref_key")), "ref_key",
-                                                          "left_semi"))
-    n_resent = resent_keys.count()
+    n_resent = 0
+    if not first:
+        resent_keys = _freeze(base_mem.select("ref_key").join(F.broadcast(night.select("ref_key")), "ref_key",
+                                                              "left_semi"))
+        n_resent = resent_keys.count()
     resent = _freeze(base_mem.join(F.broadcast(resent_keys), "ref_key", "left_semi")) if n_resent else \
         base_mem.limit(0)
     deltas = [token_frequencies(night_tok)]
@@ -876,8 +885,11 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     night_delta = _freeze(night_delta.groupBy("token").agg(F.sum("freq").cast("long").alias("freq"))
                           .filter(F.col("freq") != 0))
     base_rows = base.frequency_rows if base.frequency_rows is not None else base.frequencies
-    freq = _freeze(base_rows.select("token", "freq").unionByName(night_delta)
-                   .groupBy("token").agg(F.sum("freq").cast("long").alias("freq")).filter(F.col("freq") > 0))
+    if first:  # no stored counts and nothing sent again: the night's counts are the population's
+        freq = night_delta
+    else:
+        freq = _freeze(base_rows.select("token", "freq").unionByName(night_delta)
+                       .groupBy("token").agg(F.sum("freq").cast("long").alias("freq")).filter(F.col("freq") > 0))
     n_total = n_base + n_night - n_resent
     eff = profile.effective(n_total)
     _say("registry: token frequencies maintained", {
@@ -890,6 +902,9 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     cmap = None
     if eff.runGlobalCorrection and eff.registryCorrectedTokens:
         cmap = _freeze(correction_map(freq, eff))
+    if first:
+        return _first_night(spark, base, night, night_tok, ds, profile, freq, night_delta, cmap, n_night,
+                            neighbourhood, top_entities, must, cannot, checkpoint_dir, t_stage)
     reg_tok, stored = registry_tokens(base, base_mem, profile)
     cand = candidate_references(base_mem, night_tok, freq, eff, profile, neighbourhood, top_entities, reg_tok,
                                 correction=cmap)
@@ -970,6 +985,47 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
         "entities_total", "references_total") if k in res.counts}, time.time() - t_stage)
     return res
 
+
+
+def _first_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, night_tok: DataFrame, ds: str,
+                 profile: LinkageProfile, freq: DataFrame, night_delta: DataFrame, cmap: DataFrame | None,
+                 n_night: int, neighbourhood: str, top_entities: int, must: DataFrame | None,
+                 cannot: DataFrame | None, checkpoint_dir: str | None, t_stage: float) -> NightResult:
+    """``link_night``'s steps 2–4 against the empty registry: no neighbourhood (no member can be
+    pulled in, no decision can name a stored entity), the engine on the night alone with the
+    night's counts and correction map (what ``subset_frequencies`` cuts them to when every token is
+    the night's), ids minted for every cluster. The same clusters, ids and layers as the general
+    path, without its registry look-ups (tests/unit/test_registry_first_night.py)."""
+    _say("registry: neighbourhood pulled in", {
+        "references": 0, "entities": 0, "followers": 0, "by_decisions": 0, "big_entities": 0,
+        "neighbourhood_rule": neighbourhood, "registry_tokens": "none (the empty registry)"},
+        time.time() - t_stage)
+    t_stage = time.time()
+    cols = ["ref_key", "text"] + (["truth_entity"] if "truth_entity" in night.columns else [])
+    sub = night.select(*cols)
+    if "truth_entity" in cols:
+        sub = sub.withColumn("truth_entity", F.col("truth_entity").cast("string"))
+    clusters, emetrics, pairs = engine_link(spark, sub, profile, freq, n_night, must, cannot, checkpoint_dir,
+                                            correction=cmap)
+    clusters = _freeze(enforce_decisions(clusters, must, cannot))
+    _say("registry: link", {"references": n_night, "clusters": emetrics.get("clusters"),
+                            "iterations": len(emetrics.get("iterations") or []),
+                            "split_policy": profile.registrySplits, "splits_undone": 0},
+         time.time() - t_stage)
+    t_stage = time.time()
+    res = assign_and_build(spark, base, clusters, night, ds, profile)
+    res.frequencies = night_delta
+    res.engine_metrics = emetrics
+    res.pairs = pairs
+    res.tokens_fingerprint = tokens_fingerprint(profile)
+    res.tokens, res.tokens_full = night_tokens(night, night_tok), True  # the first layer of a token chain
+    res.counts.update({"neighbourhood_references": 0, "neighbourhood_followers": 0, "linked_references": n_night,
+                       "resent_references": 0, "neighbourhood_rule": neighbourhood,
+                       "top_entities": top_entities if neighbourhood in ("ranked", "scored") else None})
+    _say("registry: id assignment", {k: res.counts[k] for k in (
+        "night_references", "new_references", "joined_existing", "new_entities", "grows", "merges", "splits",
+        "entities_total", "references_total") if k in res.counts}, time.time() - t_stage)
+    return res
 
 
 def rebuild_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds: str,
