@@ -97,6 +97,7 @@ def deal(df, nights: int, per_night: int, seed: int):
 
 def folder_bytes(path: Path) -> int:
     """Bytes of every file under ``path`` (0 when it does not exist)."""
+    path = Path(path)
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
 
 

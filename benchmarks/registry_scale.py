@@ -43,15 +43,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "spark_jobs"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from incremental import folder_bytes, own_bytes  # noqa: E402  (the lake's byte counts, shared with the nights benchmark)
+
 STAGE = re.compile(r"^\[link\] (registry: [a-z ]+): .*\(stage (\d+(?:\.\d+)?)s;")
 STAGES = ("registry: read base version", "registry: token frequencies maintained",
           "registry: neighbourhood pulled in", "registry: link", "registry: id assignment",
           "registry: write version")
-
-
-def folder_bytes(path: Path) -> int:
-    """Bytes of every file below ``path`` (0 when it does not exist)."""
-    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()) if Path(path).exists() else 0
 
 
 def stage_seconds(lines: list[str]) -> dict[str, float]:
@@ -131,12 +128,6 @@ def seed_registry(spark, reg: Path, hist, ds: str, profile_name: str) -> dict:
                   tokens=tokens, tokens_fingerprint=tokens_fingerprint(profile))
     (reg / f"ds={ds}" / "_PUBLISHED.json").write_text(json.dumps({"ds": ds, "published_at": "bench"}))
     return counts
-
-
-def own_bytes(reg: Path, ds: str) -> int:
-    """Bytes of the layers version ``ds`` wrote itself (its manifest's ``own``)."""
-    c = json.loads((reg / f"ds={ds}" / "_COMPLETE.json").read_text())
-    return sum(folder_bytes(reg / "_layers" / part / lid) for part, lid in c["own"].items())
 
 
 def run_history(spark, link, gen, size: int, a, work: Path) -> list[dict]:
