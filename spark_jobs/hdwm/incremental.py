@@ -99,7 +99,7 @@ BIG_ENTITY_WARN = 2000
 TOP_ENTITIES = LinkageProfile.model_fields["registryTopEntities"].default
 #: the neighbourhood rules: the values the profile's ``registryNeighbourhood`` accepts
 NEIGHBOURHOODS = typing.get_args(LinkageProfile.model_fields["registryNeighbourhood"].annotation)
-#: a night against the empty registry is linked alone (``_first_night``), without the registry
+#: a night against the empty registry is linked alone (``link_night``'s ``first``), without the registry
 #: look-ups of the general path; tests turn it off to compare the two
 FIRST_NIGHT_ALONE = True
 DECISIONS_COLUMNS = ["source_a", "record_id_a", "source_b", "record_id_b", "decision", "decided_by",
@@ -902,63 +902,71 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     cmap = None
     if eff.runGlobalCorrection and eff.registryCorrectedTokens:
         cmap = _freeze(correction_map(freq, eff))
-    if first:
-        return _first_night(spark, base, night, night_tok, ds, profile, freq, night_delta, cmap, n_night,
-                            neighbourhood, top_entities, must, cannot, checkpoint_dir, t_stage)
-    reg_tok, stored = registry_tokens(base, base_mem, profile)
-    cand = candidate_references(base_mem, night_tok, freq, eff, profile, neighbourhood, top_entities, reg_tok,
-                                correction=cmap)
-    cand_ents = entities_of(base_mem, cand).select("entity_id")
-    extra = _decision_entities(spark, base_mem, must, cannot)
-    touched = cand_ents.unionByName(resent.select("entity_id"))
-    if extra:
-        touched = touched.unionByName(spark.createDataFrame([(e,) for e in sorted(extra)], "entity_id string"))
-    touched = _freeze(touched.distinct())
-    big = (base.entities.join(F.broadcast(touched), "entity_id", "left_semi")
-           .filter(F.col("member_count") > big_entity_warn))
-    big_rows = big.select("entity_id", "member_count").limit(10).collect()
-    if big_rows:
-        msg = (f"{len(big_rows)}{'+' if len(big_rows) == 10 else ''} entities with more than {big_entity_warn} members "
-               f"are in the neighbourhood (e.g. {big_rows[0].entity_id}: {big_rows[0].member_count}); the night "
-               + ("relinks all of their members" if profile.registryEntityMembers == 0 else
-                  f"relinks at most {profile.registryEntityMembers} of each (plus the members found for the night)"))
-        log.warning(msg)
-        _say("warning: " + msg)
-    neigh_all = _freeze(base_mem.join(F.broadcast(touched), "entity_id", "left_semi")
-                        .join(night.select("ref_key"), "ref_key", "left_anti"))
-    followers = None
-    n_followers = 0
-    if profile.registryEntityMembers > 0:
-        keep = cand.select("ref_key")
-        named = _decision_keys(spark, must, cannot)
-        if named:
-            keep = keep.unionByName(spark.createDataFrame([(k,) for k in named], "ref_key string"))
-        neigh, followers = bounded_members(neigh_all, keep, profile.registryEntityMembers)
-        neigh, followers = _freeze(neigh), _freeze(followers)
-        n_followers = followers.count()
+    if first:  # nothing stored to pull in, and no decision can name a stored entity: the night alone
+        reg_tok = neigh = neigh_all = followers = None
+        stored, n_neigh, n_followers, n_touched, extra, big_rows = False, 0, 0, 0, set(), []
     else:
-        neigh = neigh_all
-    n_neigh = neigh.count()
+        reg_tok, stored = registry_tokens(base, base_mem, profile)
+        cand = candidate_references(base_mem, night_tok, freq, eff, profile, neighbourhood, top_entities, reg_tok,
+                                    correction=cmap)
+        cand_ents = entities_of(base_mem, cand).select("entity_id")
+        extra = _decision_entities(spark, base_mem, must, cannot)
+        touched = cand_ents.unionByName(resent.select("entity_id"))
+        if extra:
+            touched = touched.unionByName(spark.createDataFrame([(e,) for e in sorted(extra)], "entity_id string"))
+        touched = _freeze(touched.distinct())
+        big = (base.entities.join(F.broadcast(touched), "entity_id", "left_semi")
+               .filter(F.col("member_count") > big_entity_warn))
+        big_rows = big.select("entity_id", "member_count").limit(10).collect()
+        if big_rows:
+            msg = (f"{len(big_rows)}{'+' if len(big_rows) == 10 else ''} entities with more than {big_entity_warn} members "
+                   f"are in the neighbourhood (e.g. {big_rows[0].entity_id}: {big_rows[0].member_count}); the night "
+                   + ("relinks all of their members" if profile.registryEntityMembers == 0 else
+                      f"relinks at most {profile.registryEntityMembers} of each (plus the members found for the night)"))
+            log.warning(msg)
+            _say("warning: " + msg)
+        neigh_all = _freeze(base_mem.join(F.broadcast(touched), "entity_id", "left_semi")
+                            .join(night.select("ref_key"), "ref_key", "left_anti"))
+        followers = None
+        n_followers = 0
+        if profile.registryEntityMembers > 0:
+            keep = cand.select("ref_key")
+            named = _decision_keys(spark, must, cannot)
+            if named:
+                keep = keep.unionByName(spark.createDataFrame([(k,) for k in named], "ref_key string"))
+            neigh, followers = bounded_members(neigh_all, keep, profile.registryEntityMembers)
+            neigh, followers = _freeze(neigh), _freeze(followers)
+            n_followers = followers.count()
+        else:
+            neigh = neigh_all
+        n_neigh, n_touched = neigh.count(), touched.count()
     _say("registry: neighbourhood pulled in", {
-        "references": n_neigh, "entities": touched.count(), "followers": n_followers, "by_decisions": len(extra),
+        "references": n_neigh, "entities": n_touched, "followers": n_followers, "by_decisions": len(extra),
         "big_entities": len(big_rows), "neighbourhood_rule": neighbourhood,
-        "registry_tokens": "stored" if stored else "tokenised again"}, time.time() - t_stage)
+        "registry_tokens": "none (the empty registry)" if first else "stored" if stored else "tokenised again"},
+        time.time() - t_stage)
     t_stage = time.time()
 
     # 3. link night + neighbourhood with the same engine
     cols = ["ref_key", "text"]
     if "truth_entity" in night.columns:
-        sub = night.select("ref_key", "text", F.col("truth_entity").cast("string")).unionByName(
-            neigh.select("ref_key", "text", F.lit(None).cast("string").alias("truth_entity")))
+        sub = night.select("ref_key", "text", F.col("truth_entity").cast("string"))
+        if neigh is not None:
+            sub = sub.unionByName(neigh.select("ref_key", "text", F.lit(None).cast("string").alias("truth_entity")))
     else:
-        sub = night.select(*cols).unionByName(neigh.select(*cols))
-    sub_freq, sub_cmap = subset_frequencies(freq, cmap, night_tok, reg_tok, neigh, eff)
+        sub = night.select(*cols) if neigh is None else night.select(*cols).unionByName(neigh.select(*cols))
+    if first:  # every token is the night's: the counts and the map are already what the subset needs
+        sub_freq, sub_cmap = freq, cmap
+    else:
+        sub_freq, sub_cmap = subset_frequencies(freq, cmap, night_tok, reg_tok, neigh, eff)
     clusters, emetrics, pairs = engine_link(spark, sub, profile, sub_freq, n_total, must, cannot, checkpoint_dir,
                                             correction=sub_cmap)
     if followers is not None:
         clusters = follow_entities(clusters, neigh.select("ref_key", "entity_id"), followers)
-    clusters, kept_whole = apply_split_policy(clusters, neigh_all.select("ref_key", "entity_id"),
-                                              profile.registrySplits)
+    kept_whole = 0
+    if neigh_all is not None:
+        clusters, kept_whole = apply_split_policy(clusters, neigh_all.select("ref_key", "entity_id"),
+                                                  profile.registrySplits)
     clusters = _freeze(enforce_decisions(clusters, must, cannot))
     _say("registry: link", {"references": n_night + n_neigh, "clusters": emetrics.get("clusters"),
                             "iterations": len(emetrics.get("iterations") or []),
@@ -974,6 +982,8 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     res.tokens_fingerprint = tokens_fingerprint(profile)
     if stored:  # the base's token layers hold every other member: the night adds its own
         res.tokens = night_tokens(night, night_tok)
+    elif first:  # the first layer of a token chain
+        res.tokens, res.tokens_full = night_tokens(night, night_tok), True
     else:  # tokenised from the texts this night: the next version starts a new token chain
         res.tokens, res.tokens_full = next_tokens(reg_tok, night, night_tok), True
     res.counts.update({"neighbourhood_references": n_neigh, "neighbourhood_followers": n_followers,
@@ -985,47 +995,6 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
         "entities_total", "references_total") if k in res.counts}, time.time() - t_stage)
     return res
 
-
-
-def _first_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, night_tok: DataFrame, ds: str,
-                 profile: LinkageProfile, freq: DataFrame, night_delta: DataFrame, cmap: DataFrame | None,
-                 n_night: int, neighbourhood: str, top_entities: int, must: DataFrame | None,
-                 cannot: DataFrame | None, checkpoint_dir: str | None, t_stage: float) -> NightResult:
-    """``link_night``'s steps 2–4 against the empty registry: no neighbourhood (no member can be
-    pulled in, no decision can name a stored entity), the engine on the night alone with the
-    night's counts and correction map (what ``subset_frequencies`` cuts them to when every token is
-    the night's), ids minted for every cluster. The same clusters, ids and layers as the general
-    path, without its registry look-ups (tests/unit/test_registry_first_night.py)."""
-    _say("registry: neighbourhood pulled in", {
-        "references": 0, "entities": 0, "followers": 0, "by_decisions": 0, "big_entities": 0,
-        "neighbourhood_rule": neighbourhood, "registry_tokens": "none (the empty registry)"},
-        time.time() - t_stage)
-    t_stage = time.time()
-    cols = ["ref_key", "text"] + (["truth_entity"] if "truth_entity" in night.columns else [])
-    sub = night.select(*cols)
-    if "truth_entity" in cols:
-        sub = sub.withColumn("truth_entity", F.col("truth_entity").cast("string"))
-    clusters, emetrics, pairs = engine_link(spark, sub, profile, freq, n_night, must, cannot, checkpoint_dir,
-                                            correction=cmap)
-    clusters = _freeze(enforce_decisions(clusters, must, cannot))
-    _say("registry: link", {"references": n_night, "clusters": emetrics.get("clusters"),
-                            "iterations": len(emetrics.get("iterations") or []),
-                            "split_policy": profile.registrySplits, "splits_undone": 0},
-         time.time() - t_stage)
-    t_stage = time.time()
-    res = assign_and_build(spark, base, clusters, night, ds, profile)
-    res.frequencies = night_delta
-    res.engine_metrics = emetrics
-    res.pairs = pairs
-    res.tokens_fingerprint = tokens_fingerprint(profile)
-    res.tokens, res.tokens_full = night_tokens(night, night_tok), True  # the first layer of a token chain
-    res.counts.update({"neighbourhood_references": 0, "neighbourhood_followers": 0, "linked_references": n_night,
-                       "resent_references": 0, "neighbourhood_rule": neighbourhood,
-                       "top_entities": top_entities if neighbourhood in ("ranked", "scored") else None})
-    _say("registry: id assignment", {k: res.counts[k] for k in (
-        "night_references", "new_references", "joined_existing", "new_entities", "grows", "merges", "splits",
-        "entities_total", "references_total") if k in res.counts}, time.time() - t_stage)
-    return res
 
 
 def rebuild_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds: str,
