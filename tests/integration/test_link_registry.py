@@ -475,6 +475,22 @@ def test_decisions_hold_through_the_link_job(spark, tmp_path):
     assert ids[("crm", "c3")] == ids[("crm", "c5")]
     ents = _part(reg, "2024-01-01", "entities")
     assert ents["member_count"].sum() == 5 and len(ents) == 4
+    # night 2 (one unrelated reference) revises one decision and adds one, both naming stored entities:
+    # the night relinks those entities (they are not in its neighbourhood by their tokens) so both hold
+    _publish(reg, "2024-01-01")
+    with dec.open("a") as fh:
+        fh.write("crm,c3,crm,c5,cannot_link,bob,2024-01-02T09:00,two people after all\n"
+                 "crm,c1,crm,c4,must_link,bob,2024-01-02T09:00,same person under another name\n")
+    cur2 = _curated(spark, tmp_path, "2024-01-02", "web", NIGHT2[2:])
+    p2, lines = _logged(link.run, cur2, str(tmp_path / "o2"), "2024-01-02", "default", spark=spark,
+                        registry=str(reg), decisions=str(dec))
+    ids2 = _ids(reg, "2024-01-02")
+    assert ids2[("crm", "c3")] != ids2[("crm", "c5")] and ids2[("crm", "c1")] == ids2[("crm", "c4")]
+    assert ids2[("crm", "c1")] != ids2[("crm", "c2")]  # the first night's cannot-link still holds
+    assert ids2[("crm", "c1")] in (ids[("crm", "c1")], ids[("crm", "c4")])  # a merge keeps a stored id
+    nb = next(line for line in lines if line.startswith("[link] registry: neighbourhood pulled in:"))
+    assert " by_decisions=3 " in nb, nb  # c3+c5's entity and the entities of c1 and c4
+    assert p2["registry"]["merges"] == 1 and p2["registry"]["splits"] == 1, p2["registry"]
 
 
 def test_link_job_rebuild_relinks_the_history_with_the_night(spark, nights, tmp_path):
