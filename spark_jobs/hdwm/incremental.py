@@ -836,6 +836,10 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
         top_entities: with ``ranked`` or ``scored``, entities kept per night reference. None:
             the profile's ``registryTopEntities``.
 
+    Against the empty registry (``references_total`` 0, a first night) nothing is looked up in it:
+    no references sent again, no neighbourhood, no entity named by a decision; the engine gets the
+    night's own counts and correction map, which are the population's (``FIRST_NIGHT_ALONE``).
+
     Returns: ``NightResult`` with ``frequencies`` and ``links``; ``counts`` also
     holds ``neighbourhood_references`` and ``linked_references`` (what the engine saw).
 
