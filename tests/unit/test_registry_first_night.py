@@ -9,33 +9,22 @@ entities, change rows, frequency and token layers, and counts as the general pat
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
 pytestmark = pytest.mark.spark
 
-REPO = Path(__file__).resolve().parents[2]
 
-
-def _night(spark, tmp_path, records: int = 200, seed: int = 7):
+def _night(spark, synth, tmp_path, records: int = 200, seed: int = 7):
     """(source, record_id, text, attributes, truth_entity) of ``records`` synth.py references."""
-    spec = importlib.util.spec_from_file_location("bench_synth_first_night", REPO / "benchmarks" / "synth.py")
-    synth = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(synth)
     out = tmp_path / "synth.csv"
     synth.generate(records, seed, out)
     df = pd.read_csv(out, dtype=str, keep_default_na=False)
-    attrs = [c for c in df.columns if c not in ("rec_id", "record_id", "truth_entity", "entity_id")]
-    id_col = df.columns[0]
-    truth_col = df.columns[1]
+    id_col, truth_col, *attrs = df.columns  # rec_id, truth_entity, then the attributes
     rows = []
-    for r in df.itertuples(index=False):
-        d = r._asdict()
+    for d in df.to_dict("records"):
         values = {a: d[a] for a in attrs if d[a]}
-        rows.append(("crm", d[id_col], " ".join(values.values()), values, str(d[truth_col])))
+        rows.append(("crm", d[id_col], " ".join(values.values()), values, d[truth_col]))
     return spark.createDataFrame(rows, "source string, record_id string, text string, "
                                        "attributes map<string,string>, truth_entity string")
 
@@ -50,11 +39,12 @@ def _rows(df) -> list:
     return sorted(map(repr, pdf.itertuples(index=False)))
 
 
-def test_a_first_night_alone_publishes_what_the_general_path_does(spark, tmp_path, monkeypatch, capsys):
+def test_a_first_night_alone_publishes_what_the_general_path_does(spark, benchmark_module, tmp_path, monkeypatch,
+                                                                  capsys):
     from hdwm import incremental
     from hdwm.registry import empty_version
 
-    night = _night(spark, tmp_path)
+    night = _night(spark, benchmark_module("synth"), tmp_path)
     parts = ("members", "entities", "changes", "frequencies", "tokens", "pairs")
     results = {}
     for alone in (True, False):
