@@ -36,10 +36,13 @@ from .config import LinkageProfile
 @dataclass
 class BlockingResult:
     """``pairs``: (``id1``, ``id2``) strings, ``id1 < id2``, distinct.
-    ``members``: (``block_key``, ``sub_block`` int, ``record_id``, ``block_size`` long)."""
+    ``members``: (``block_key``, ``sub_block`` int, ``record_id``, ``block_size`` long).
+    ``groups``: (``block_key``, ``sub_block`` int, ``ids`` array<string>, ``block_size`` long),
+    one row per (sub-)block of at least two references; ``members`` and ``pairs`` are made from it."""
 
     pairs: DataFrame
     members: DataFrame
+    groups: DataFrame | None = None
 
 
 def blocking_tokens(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) -> DataFrame:
@@ -179,6 +182,20 @@ def frequent_pair_candidates(tokens: DataFrame, freq: DataFrame, profile: Linkag
     return keys
 
 
+def _frequent_pairs_apart(profile: LinkageProfile) -> bool:
+    """Does ``build_blocks`` group the ``frequent_pair_keys`` apart from the other keys?
+
+    When they block (``blockByPairs``, ``frequentPairMaxBlock`` > 0) and their
+    cap is at most ``maxBlockSize``: a key of theirs is then never split, and
+    grouping it apart gives the block the combined group-by would. Their keys
+    never equal another rule's (two words, one above beta; a word and an
+    initial; a number and a word), and no reference holds one of them twice
+    while a one-letter token cannot be a word (``minBlkTokenLen`` ≥ 2), so
+    the group's size is the window's count of the cap."""
+    return (profile.blockByPairs and 0 < profile.frequentPairMaxBlock <= profile.maxBlockSize
+            and profile.minBlkTokenLen >= 2)
+
+
 def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) -> BlockingResult:
     """Blocks and distinct candidate pairs for the references in ``tokens``.
 
@@ -225,7 +242,7 @@ def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) ->
                 bt.filter(F.col("freq") <= rare_token_limit(profile))
                 .select("record_id", F.col("token").alias("block_key"), F.col("freq").alias("ub"))
             )
-        if profile.frequentPairMaxBlock > 0:
+        if profile.frequentPairMaxBlock > 0 and not _frequent_pairs_apart(profile):
             keys = keys.unionByName(frequent_pair_keys(tokens, freq, profile))
     else:
         keys = bt.select("record_id", F.col("token").alias("block_key"), F.col("freq").alias("ub"))
@@ -260,6 +277,12 @@ def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) ->
             .select("block_key", "sub_block", F.transform("m", lambda x: x["record_id"]).alias("ids"), "block_size")
         )
         groups = small_blocks(keys.filter(F.col("ub") <= cap)).unionByName(big)
+    if _frequent_pairs_apart(profile):
+        # their cap is at most maxBlockSize, so each such key is one small block: grouped on their
+        # own, a key held by more than frequentPairMaxBlock references is dropped after its group-by
+        # (one shuffle of the key rows) instead of counted by a window first (two)
+        fp = small_blocks(frequent_pair_candidates(tokens, freq, profile))
+        groups = groups.unionByName(fp.filter(F.col("block_size") <= profile.frequentPairMaxBlock))
     groups = groups.filter(F.col("block_size") >= 2).localCheckpoint(eager=False)
     members = groups.select(
         "block_key", "sub_block", F.explode("ids").alias("record_id"), "block_size"
@@ -269,7 +292,29 @@ def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) ->
         .select(F.least("p.a", "p.b").alias("id1"), F.greatest("p.a", "p.b").alias("id2"))
         .distinct()
     )
-    return BlockingResult(pairs=pairs, members=members)
+    return BlockingResult(pairs=pairs, members=members, groups=groups)
+
+
+def group_stats(groups: DataFrame, profile: LinkageProfile) -> dict:
+    """``block_stats`` of ``BlockingResult.groups``, without a shuffle: every
+    block has a sub-block 0 (a split block deals its first member there), so
+    the rows of sub-block 0 are the blocks, one each. At a million references
+    the members are about ten rows per reference, and the distinct that
+    ``block_stats`` needs over them is a shuffle of all of them."""
+    row = (
+        groups.filter(F.col("sub_block") == 0)
+        .agg(
+            F.count(F.lit(1)).alias("blocks"),
+            F.max("block_size").alias("largest_block"),
+            F.sum(F.when(F.col("block_size") > profile.maxBlockSize, 1).otherwise(0)).alias("oversize"),
+        )
+        .first()
+    )
+    return {
+        "blocks": int(row["blocks"] or 0),
+        "largest_block": int(row["largest_block"] or 0),
+        "oversize_blocks": int(row["oversize"] or 0),
+    }
 
 
 def block_stats(members: DataFrame, profile: LinkageProfile) -> dict:

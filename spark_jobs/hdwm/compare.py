@@ -53,6 +53,7 @@ from pyspark.sql import types as T
 from rapidfuzz.distance import DamerauLevenshtein
 
 from .config import LinkageProfile
+from .spark import freeze
 from .evidence import (evidence_frame, evidence_score, given_name_first, needs_household_numbers,
                        shared_identifiers)
 
@@ -90,8 +91,11 @@ def comparison_tokens(
         )
     n = float(n_refs or 1)
     ev = evidence_frame(tokens, profile.identifierMinLen)
+    # the evidence frame feeds several branches (given-name rates and the reordering, household
+    # numbers, the final join): computed once each, or Spark evaluates its whole plan again in each
+    ev = freeze(ev)
     if profile.givenNameFromData:
-        ev = given_name_first(ev)
+        ev = freeze(given_name_first(ev))
     # washline household evidence: household identifiers per reference, and
     # whether the given name (first name token) is a standard (frequent) token
     # (identifierMatchInitials reads them too: an initial is never tied to a person through one);

@@ -66,7 +66,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .blocking import block_stats, build_blocks
+from .blocking import block_stats, build_blocks, group_stats
 from .closure import connected_components
 from .compare import comparison_tokens, score_pairs
 from .consistency import consistent_clusters
@@ -74,6 +74,7 @@ from .config import LinkageProfile, load_profile
 from .frequency import apply_corrections, correction_map, corrected_frequencies, token_frequencies
 from .metrics import pairwise_metrics
 from .quality import cluster_quality
+from .spark import broadcast_if_small
 from .spark import freeze as _freeze
 from .tokenizer import tokenize
 
@@ -338,7 +339,7 @@ class _Iterations:
                           .join(live.withColumnRenamed("record_id", "id2"), "id2").select("id1", "id2"))
                     pairs = pairs.unionByName(ml).distinct()
                 pairs = _freeze(pairs)
-            stats = block_stats(members, self.profile)
+            stats = block_stats(members, self.profile) if restrict else group_stats(br.groups, self.profile)
         with self.clock("scoring"):
             if restrict:
                 # a pair of two unassigned references is still a candidate, with the same score
@@ -663,7 +664,8 @@ def link_references(
             cmap = _freeze(correction_map(freq, profile) if correction is None else correction)
             n_fix = cmap.count()
             if n_fix:
-                tokens = _freeze(apply_corrections(tokens, cmap, profile.removeDuplicateTokens))
+                tokens = _freeze(apply_corrections(tokens, broadcast_if_small(cmap, n_fix),
+                                                   profile.removeDuplicateTokens))
                 if frequencies is None:
                     freq = _freeze(token_frequencies(tokens))
                 else:
@@ -676,6 +678,8 @@ def link_references(
             F.count(F.lit(1)).alias("n"), F.sum(F.when(F.col("freq") >= profile.sigma, 1).otherwise(0)).alias("s")
         ).first()
         n_tokens, stops = int(frow["n"]), int(frow["s"] or 0)
+        # joined with every reference's tokens below (comparison features, blocking keys)
+        freq = broadcast_if_small(freq, n_tokens)
         _say(f"distinct tokens={n_tokens} stop tokens (freq>={profile.sigma})={stops} "
              f"({time.time() - t0:.1f}s since start)")
         # the driver loop computes the household identifiers itself (no Python UDF job)

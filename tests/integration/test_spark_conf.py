@@ -68,3 +68,23 @@ def test_freeze_profile_names_the_caller_only_when_asked(spark, monkeypatch, cap
     assert freeze(df).count() == 5
     err = capsys.readouterr().err
     assert "[freeze] test_spark_conf.py:" in err and "in test_freeze_profile_names_the_caller_only_when_asked" in err
+
+
+def test_a_small_token_table_is_broadcast_into_the_join(spark, monkeypatch):
+    # a frozen frame has no size estimate, so only the hint makes Spark broadcast it: the token
+    # rows of every reference then stay where they are instead of being shuffled by token
+    import hdwm.spark as hs
+    from hdwm.spark import broadcast_if_small, freeze
+
+    tokens = freeze(spark.createDataFrame([(f"r{i}", f"T{i % 7}") for i in range(50)], "record_id string, token string"))
+    freq = freeze(spark.createDataFrame([(f"T{i}", 3) for i in range(7)], "token string, freq long"))
+
+    def plan(df):
+        return df._jdf.queryExecution().executedPlan().toString()
+
+    hinted = tokens.join(broadcast_if_small(freq, 7), "token")
+    assert "BroadcastHashJoin" in plan(hinted)
+    assert sorted(r.record_id for r in hinted.collect()) == sorted(f"r{i}" for i in range(50))
+    monkeypatch.setattr(hs, "BROADCAST_MAX_ROWS", 6)  # above the bound: a join as Spark plans it
+    assert "BroadcastHashJoin" not in plan(tokens.join(broadcast_if_small(freq, 7), "token"))
+    assert "BroadcastHashJoin" not in plan(tokens.join(freq, "token"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hdwm.blocking import block_stats, build_blocks
+from hdwm.blocking import block_stats, build_blocks, group_stats
 from hdwm.config import LinkageProfile
 from hdwm.frequency import apply_corrections, correction_map, token_frequencies
 from hdwm.tokenizer import tokenize
@@ -100,6 +100,8 @@ def test_block_cap_splits_oversize_blocks(spark):
     assert sub_sizes == [2, 2, 3]  # ceil(7/3)=3 sub-blocks, round-robin
     assert br.pairs.count() == 1 + 1 + 3
     assert block_stats(br.members, capped) == {"blocks": 1, "largest_block": 7, "oversize_blocks": 1}
+    # the stats the engine takes from the groups (no distinct over the members) are the same
+    assert group_stats(br.groups, capped) == block_stats(br.members, capped)
 
 
 def test_no_collected_group_exceeds_max_block_size(spark):
@@ -125,6 +127,7 @@ def test_no_collected_group_exceeds_max_block_size(spark):
     assert ("s1", "s2") in pairs
     stats = block_stats(br.members, prof)
     assert stats["largest_block"] == 250 and stats["oversize_blocks"] == 3
+    assert group_stats(br.groups, prof) == stats == {"blocks": 5, "largest_block": 250, "oversize_blocks": 3}
 
 
 def test_a_reference_keyed_twice_is_one_member_of_its_block(spark):
@@ -182,6 +185,36 @@ def test_rare_pair_of_frequent_names_is_a_block(spark):
     stop = {tuple(r) for r in build_blocks(tokens, freq, base.model_copy(
         update={"frequentPairMaxBlock": 3, "sigma": 7})).pairs.collect()}
     assert stop == {("m1", "m2")}
+
+
+def test_frequent_pairs_grouped_apart_give_the_same_blocks(spark, monkeypatch):
+    """With frequentPairMaxBlock ≤ maxBlockSize the frequent-pair keys are grouped on their own and
+    capped after the group-by; the blocks, members and pairs are those of capping them by a window
+    and grouping them with every other key (a split block among them: beta above maxBlockSize)."""
+    import hdwm.blocking as hb
+
+    rows = [("j1", ["JOHN", "SMITH", "ELM", "OAK"]), ("j2", ["JOHN", "SMITH", "ELM", "OAK"]),
+            ("j3", ["JOHN", "SMITH", "PINE", "R"]), ("k1", ["JOHN", "KING", "R"]), ("k2", ["JOHN", "KING", "R"]),
+            ("k3", ["JOHN", "KING", "R"]), ("k4", ["JOHN", "KING", "PINE"])] + [
+        (f"f{i}", ["FILLER", "ELM" if i % 2 else "OAK", "JOHN" if i < 3 else "ANNA"]) for i in range(8)]
+    tokens = _refs(spark, rows)
+    freq = token_frequencies(tokens)  # JOHN 10, FILLER 8, ELM/OAK 6, KING 4, SMITH 3, ANNA 5, R 4, PINE 2
+    for cap, fp_max in ((100, 3), (3, 3), (4, 4)):
+        prof = LinkageProfile(beta=3, sigma=20, minBlkTokenLen=3, blockByPairs=True, rareTokenBlocks=True,
+                              frequentPairMaxBlock=fp_max, initialPairBlocks=True, maxBlockSize=cap)
+        assert hb._frequent_pairs_apart(prof)
+
+        def blocks(br):
+            return (sorted((r.block_key, r.sub_block, r.record_id, r.block_size) for r in br.members.collect()),
+                    sorted(tuple(r) for r in br.pairs.collect()), group_stats(br.groups, prof))
+
+        apart = blocks(build_blocks(tokens, freq, prof))
+        monkeypatch.setattr(hb, "_frequent_pairs_apart", lambda profile: False)
+        together = blocks(build_blocks(tokens, freq, prof))
+        monkeypatch.undo()
+        assert apart == together
+        keys = {m[0] for m in apart[0]}
+        assert ("JOHN SMITH" in keys) and ("JOHN KING" in keys) == (fp_max >= 4)
 
 
 def test_a_word_and_an_initial_of_one_reference_block(spark):
