@@ -182,20 +182,6 @@ def frequent_pair_candidates(tokens: DataFrame, freq: DataFrame, profile: Linkag
     return keys
 
 
-def _frequent_pairs_apart(profile: LinkageProfile) -> bool:
-    """Does ``build_blocks`` group the ``frequent_pair_keys`` apart from the other keys?
-
-    When they block (``blockByPairs``, ``frequentPairMaxBlock`` > 0) and their
-    cap is at most ``maxBlockSize``: a key of theirs is then never split, and
-    grouping it apart gives the block the combined group-by would. Their keys
-    never equal another rule's (two words, one above beta; a word and an
-    initial; a number and a word), and no reference holds one of them twice
-    while a one-letter token cannot be a word (``minBlkTokenLen`` ≥ 2), so
-    the group's size is the window's count of the cap."""
-    return (profile.blockByPairs and 0 < profile.frequentPairMaxBlock <= profile.maxBlockSize
-            and profile.minBlkTokenLen >= 2)
-
-
 def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) -> BlockingResult:
     """Blocks and distinct candidate pairs for the references in ``tokens``.
 
@@ -242,7 +228,7 @@ def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) ->
                 bt.filter(F.col("freq") <= rare_token_limit(profile))
                 .select("record_id", F.col("token").alias("block_key"), F.col("freq").alias("ub"))
             )
-        if profile.frequentPairMaxBlock > 0 and not _frequent_pairs_apart(profile):
+        if profile.frequentPairMaxBlock > 0:
             keys = keys.unionByName(frequent_pair_keys(tokens, freq, profile))
     else:
         keys = bt.select("record_id", F.col("token").alias("block_key"), F.col("freq").alias("ub"))
@@ -277,12 +263,6 @@ def build_blocks(tokens: DataFrame, freq: DataFrame, profile: LinkageProfile) ->
             .select("block_key", "sub_block", F.transform("m", lambda x: x["record_id"]).alias("ids"), "block_size")
         )
         groups = small_blocks(keys.filter(F.col("ub") <= cap)).unionByName(big)
-    if _frequent_pairs_apart(profile):
-        # their cap is at most maxBlockSize, so each such key is one small block: grouped on their
-        # own, a key held by more than frequentPairMaxBlock references is dropped after its group-by
-        # (one shuffle of the key rows) instead of counted by a window first (two)
-        fp = small_blocks(frequent_pair_candidates(tokens, freq, profile))
-        groups = groups.unionByName(fp.filter(F.col("block_size") <= profile.frequentPairMaxBlock))
     groups = groups.filter(F.col("block_size") >= 2).localCheckpoint(eager=False)
     members = groups.select(
         "block_key", "sub_block", F.explode("ids").alias("record_id"), "block_size"

@@ -187,36 +187,6 @@ def test_rare_pair_of_frequent_names_is_a_block(spark):
     assert stop == {("m1", "m2")}
 
 
-def test_frequent_pairs_grouped_apart_give_the_same_blocks(spark, monkeypatch):
-    """With frequentPairMaxBlock ≤ maxBlockSize the frequent-pair keys are grouped on their own and
-    capped after the group-by; the blocks, members and pairs are those of capping them by a window
-    and grouping them with every other key (a split block among them: beta above maxBlockSize)."""
-    import hdwm.blocking as hb
-
-    rows = [("j1", ["JOHN", "SMITH", "ELM", "OAK"]), ("j2", ["JOHN", "SMITH", "ELM", "OAK"]),
-            ("j3", ["JOHN", "SMITH", "PINE", "R"]), ("k1", ["JOHN", "KING", "R"]), ("k2", ["JOHN", "KING", "R"]),
-            ("k3", ["JOHN", "KING", "R"]), ("k4", ["JOHN", "KING", "PINE"])] + [
-        (f"f{i}", ["FILLER", "ELM" if i % 2 else "OAK", "JOHN" if i < 3 else "ANNA"]) for i in range(8)]
-    tokens = _refs(spark, rows)
-    freq = token_frequencies(tokens)  # JOHN 10, FILLER 8, ELM/OAK 6, KING 4, SMITH 3, ANNA 5, R 4, PINE 2
-    for cap, fp_max in ((100, 3), (3, 3), (4, 4)):
-        prof = LinkageProfile(beta=3, sigma=20, minBlkTokenLen=3, blockByPairs=True, rareTokenBlocks=True,
-                              frequentPairMaxBlock=fp_max, initialPairBlocks=True, maxBlockSize=cap)
-        assert hb._frequent_pairs_apart(prof)
-
-        def blocks(br):
-            return (sorted((r.block_key, r.sub_block, r.record_id, r.block_size) for r in br.members.collect()),
-                    sorted(tuple(r) for r in br.pairs.collect()), group_stats(br.groups, prof))
-
-        apart = blocks(build_blocks(tokens, freq, prof))
-        monkeypatch.setattr(hb, "_frequent_pairs_apart", lambda profile: False)
-        together = blocks(build_blocks(tokens, freq, prof))
-        monkeypatch.undo()
-        assert apart == together
-        keys = {m[0] for m in apart[0]}
-        assert ("JOHN SMITH" in keys) and ("JOHN KING" in keys) == (fp_max >= 4)
-
-
 def test_a_word_and_an_initial_of_one_reference_block(spark):
     """ULLAH R: a person who moved and wrote the given name differently keeps
     the surname and the middle initial; with initialPairBlocks that pair is a
