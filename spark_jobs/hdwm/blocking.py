@@ -281,35 +281,22 @@ def group_stats(groups: DataFrame, profile: LinkageProfile) -> dict:
     the rows of sub-block 0 are the blocks, one each. At a million references
     the members are about ten rows per reference, and the distinct that
     ``block_stats`` needs over them is a shuffle of all of them."""
-    row = (
-        groups.filter(F.col("sub_block") == 0)
-        .agg(
-            F.count(F.lit(1)).alias("blocks"),
-            F.max("block_size").alias("largest_block"),
-            F.sum(F.when(F.col("block_size") > profile.maxBlockSize, 1).otherwise(0)).alias("oversize"),
-        )
-        .first()
-    )
-    return {
-        "blocks": int(row["blocks"] or 0),
-        "largest_block": int(row["largest_block"] or 0),
-        "oversize_blocks": int(row["oversize"] or 0),
-    }
+    return _size_stats(groups.filter(F.col("sub_block") == 0), profile)
 
 
 def block_stats(members: DataFrame, profile: LinkageProfile) -> dict:
     """Small summary (one aggregate row): ``blocks`` (size ≥ 2), ``largest_block``
     (references, before splitting), ``oversize_blocks`` (size > maxBlockSize)."""
-    row = (
-        members.select("block_key", "block_size")
-        .distinct()
-        .agg(
-            F.count(F.lit(1)).alias("blocks"),
-            F.max("block_size").alias("largest_block"),
-            F.sum(F.when(F.col("block_size") > profile.maxBlockSize, 1).otherwise(0)).alias("oversize"),
-        )
-        .first()
-    )
+    return _size_stats(members.select("block_key", "block_size").distinct(), profile)
+
+
+def _size_stats(blocks: DataFrame, profile: LinkageProfile) -> dict:
+    """The ``block_stats`` dict of ``blocks``, one row per block with its ``block_size``."""
+    row = blocks.agg(
+        F.count(F.lit(1)).alias("blocks"),
+        F.max("block_size").alias("largest_block"),
+        F.sum(F.when(F.col("block_size") > profile.maxBlockSize, 1).otherwise(0)).alias("oversize"),
+    ).first()
     return {
         "blocks": int(row["blocks"] or 0),
         "largest_block": int(row["largest_block"] or 0),
