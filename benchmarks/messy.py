@@ -849,16 +849,31 @@ def write_dwm(out: str | Path, truth: str | Path, n_references: int, seed: int) 
     Raises:
         ValueError: ``n_references`` < 1. OSError: a path cannot be written.
     """
-    last_eid = n = 0  # entity ids are handed out in order and every person before the last one has references
+    return write_references(out, truth, generate(n_references, seed))
+
+
+def write_references(out: str | Path, truth: str | Path, rows, header: str = HEADER) -> dict[str, int]:
+    """Write ``rows`` (an iterable of ``(record id, fields, entity id)``, fields a list of strings) as a
+    DWM file ``out`` under the line ``header`` and its ``RecID,IdTruth`` file ``truth`` (LF endings); the writer
+    of every DWM-layout generator here (``messy.py``, ``messy_faker.py``, ``messy_longhist.py``).
+
+    Returns:
+        ``{"references": rows written, "entities": distinct entity ids}``.
+
+    Raises:
+        OSError: a path cannot be written; whatever ``rows`` raises.
+    """
+    entities: set[str] = set()
+    n = 0
     with open(out, "w", encoding="utf-8", newline="\n") as fo, open(truth, "w", encoding="utf-8", newline="\n") as ft:
-        fo.write(HEADER + "\n")
+        fo.write(header + "\n")
         ft.write("RecID,IdTruth\n")
-        for rid, fields, eid in generate(n_references, seed):
+        for rid, fields, eid in rows:
             fo.write(rid + "," + ",".join(fields) + "\n")
             ft.write(f"{rid},{eid}\n")
-            last_eid = max(last_eid, int(eid))
+            entities.add(eid)
             n += 1
-    return {"references": n, "entities": last_eid}
+    return {"references": n, "entities": len(entities)}
 
 
 # --------------------------------------------------------------------------------------------- statistics

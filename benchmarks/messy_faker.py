@@ -732,16 +732,12 @@ def generate(n_references: int, seed: int, with_layout: bool = False) -> Iterato
 def write_dwm(out: str | Path, truth: str | Path, n_references: int, seed: int) -> dict[str, int]:
     """Write the DWM file ``out`` and its ``RecID,IdTruth`` truth file (LF endings);
     returns ``{"references": n, "entities": distinct entity ids}``."""
-    last_eid = n = 0  # persons get ids in order and every person before the last one written has references
-    with open(out, "w", encoding="utf-8", newline="\n") as fo, open(truth, "w", encoding="utf-8", newline="\n") as ft:
-        fo.write(HEADER + "\n")
-        ft.write("RecID,IdTruth\n")
-        for rid, fields, eid in generate(n_references, seed):
-            fo.write(rid + "," + ",".join(fields) + "\n")
-            ft.write(f"{rid},{eid}\n")
-            last_eid = max(last_eid, int(eid))
-            n += 1
-    return {"references": n, "entities": last_eid}
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:  # loaded by path: messy.py sits beside it
+        sys.path.insert(0, here)
+    import messy  # the writer only (benchmarks/messy.py write_references); the generator is this file's own
+
+    return messy.write_references(out, truth, generate(n_references, seed), header=HEADER)
 
 
 def main(argv: list[str] | None = None) -> int:

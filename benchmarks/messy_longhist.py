@@ -297,17 +297,7 @@ def write_dwm(out: str | Path, truth: str | Path, n_references: int, seed: int) 
     Raises:
         ValueError: ``n_references`` < ``REF_MIN``. OSError: a path cannot be written.
     """
-    ents: set[str] = set()
-    n = 0
-    with open(out, "w", encoding="utf-8", newline="\n") as fo, open(truth, "w", encoding="utf-8", newline="\n") as ft:
-        fo.write(HEADER + "\n")
-        ft.write("RecID,IdTruth\n")
-        for rid, fields, eid in generate(n_references, seed):
-            fo.write(rid + "," + ",".join(fields) + "\n")
-            ft.write(f"{rid},{eid}\n")
-            ents.add(eid)
-            n += 1
-    return {"references": n, "entities": len(ents)}
+    return messy.write_references(out, truth, generate(n_references, seed))
 
 
 # --------------------------------------------------------------------------------------------- statistics

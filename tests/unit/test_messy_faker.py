@@ -45,6 +45,14 @@ def test_same_seed_same_bytes_other_seed_differs(files, tmp_path):
     assert (tmp_path / "b.txt").read_bytes() != out.read_bytes()
 
 
+def test_file_starts_with_its_own_header_and_counts_its_persons(files):
+    out, truth, info = files
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == mf.HEADER  # its own layout, not messy.py's (which has PO box fields)
+    ids = [ln.split(",")[1] for ln in truth.read_text(encoding="utf-8").splitlines()[1:]]
+    assert info == {"references": N, "entities": len(set(ids))} and len(lines) == N + 1
+
+
 def test_product_reader_reads_file_and_truth_with_same_ids(files):
     out, truth, info = files
     raw = out.read_bytes()
