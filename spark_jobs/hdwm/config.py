@@ -232,8 +232,11 @@ class LinkageProfile(BaseModel):
     #: component, ``identifierConflictRule`` between two members is a cannot-link (true, the
     #: behaviour before 2026-12-06) or, like the surname, only a pairwise veto (false): a
     #: phone changes with a move, and ``clusterIdentifierRule`` still keeps apart two
-    #: groups that each confirm a different identifier.
-    clusterIdentifierConflict: bool = True
+    #: groups that each confirm a different identifier. ``estimated``: false when the input's
+    #: own Fellegi–Sunter estimate reads persons whose identifiers change
+    #: (``hdwm.agreement.identifiers_change_with_moves``), else true; estimated on the driver
+    #: path only (at most ``localMaxReferences`` references), true above it.
+    clusterIdentifierConflict: bool | Literal["estimated"] = True
     #: washline negative evidence: a pair whose identifier tokens (all-digit,
     #: ≥ identifierMinLen digits, not a YYYYMMDD date) all disagree, and whose
     #: given names do not agree, scores 0.

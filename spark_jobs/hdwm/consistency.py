@@ -175,7 +175,8 @@ def _member_conflict(members: pd.DataFrame, profile: LinkageProfile):
 
     if getattr(profile, "surnameConflictRule", False):
         profile = profile.model_copy(update={"surnameConflictRule": False})
-    if not getattr(profile, "clusterIdentifierConflict", True) and profile.identifierConflictRule:
+    # ``estimated`` not yet resolved (hdwm.pipeline resolves it) keeps the cannot-link, as true does
+    if getattr(profile, "clusterIdentifierConflict", True) is False and profile.identifierConflictRule:
         profile = profile.model_copy(update={"identifierConflictRule": False})
 
     lead = members["lead"].tolist()

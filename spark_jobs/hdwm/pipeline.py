@@ -497,7 +497,7 @@ def _local_iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, must
     _say(f"{n_refs} references ≤ localMaxReferences={profile.localMaxReferences}: iterations on the driver "
          f"(collected in {time.time() - t:.1f}s)")
     estimate = None
-    if profile.agreementEvidence != "off":
+    if profile.agreementEvidence != "off" or profile.clusterIdentifierConflict == "estimated":
         with clock("agreement"):
             profile, estimate = _agreement_estimate(profile, inp)
     loop = LocalIterations(profile, mu_levels(profile), clock, n_refs, inp)
@@ -514,11 +514,13 @@ def _local_iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, must
 
 
 def _agreement_estimate(profile: LinkageProfile, inp) -> tuple[LinkageProfile, dict]:
-    """``agreementEvidence`` on the driver path: the Fellegi–Sunter estimate
-    (``hdwm.agreement.estimate_from_pairs``) over the iteration-1 candidate pairs
-    (``hdwm.local.block_members`` of every reference), logged; with ``adaptive``
-    the profile gets ``agreementMatchPatterns``. Returns (profile, report dict)."""
-    from .agreement import estimate_from_pairs, profile_update
+    """``agreementEvidence`` (and ``clusterIdentifierConflict: estimated``) on the driver path: the
+    Fellegi–Sunter estimate (``hdwm.agreement.estimate_from_pairs``) over the iteration-1 candidate
+    pairs (``hdwm.local.block_members`` of every reference), logged; with ``adaptive`` the profile gets
+    ``agreementMatchPatterns``; with ``estimated`` its ``clusterIdentifierConflict`` becomes true or
+    false (``hdwm.agreement.identifiers_change_with_moves``), reported as
+    ``cluster_identifier_conflict``. Returns (profile, report dict)."""
+    from .agreement import estimate_from_pairs, identifiers_change_with_moves, profile_update
     from .local import block_members
 
     t = time.time()
@@ -534,6 +536,15 @@ def _agreement_estimate(profile: LinkageProfile, inp) -> tuple[LinkageProfile, d
         report["match_patterns"] = len(upd["agreementMatchPatterns"])
         report["match_pattern_pairs"] = int(sum(n for p, n in est.patterns.items()
                                                 if est.posterior(p) >= profile.agreementMatchProbability))
+    if profile.clusterIdentifierConflict == "estimated":
+        moves, read = identifiers_change_with_moves(est)
+        profile = profile.model_copy(update={"clusterIdentifierConflict": not moves})
+        report["cluster_identifier_conflict"] = {"estimated": not moves, **read}
+        _say(f"clusterIdentifierConflict estimated {str(not moves).lower()}: in the estimated match class "
+             f"{read['given_disagreement']:.3f} of pairs disagree on the given name and "
+             f"{read['identifier_disagreement']:.3f} on an identifier ("
+             + ("persons whose identifiers change: an identifier conflict is a pairwise veto only)" if moves else
+                "an identifier conflict stays a cannot-link inside a component)"))
     weights = {c: {lv: v["weight"] for lv, v in levels.items()} for c, levels in report["classes"].items()}
     _say(f"agreement estimate ({time.time() - t:.1f}s, {report['pairs']} candidate pairs, lambda={report['lambda']}, "
          f"EM rounds={report['rounds']}): weights (bits) {json.dumps(weights)}")
@@ -706,6 +717,12 @@ def link_references(
             log.warning("agreementEvidence=%s is estimated on the driver path only (at most localMaxReferences=%d "
                         "references); %d references: not estimated", profile.agreementEvidence,
                         profile.localMaxReferences, n_refs)
+        if profile.clusterIdentifierConflict == "estimated":
+            _say(f"clusterIdentifierConflict estimated on the driver path only (at most localMaxReferences="
+                 f"{profile.localMaxReferences} references); {n_refs} references: true (a cannot-link)")
+            profile = profile.model_copy(update={"clusterIdentifierConflict": True})
+            agreement = {"cluster_identifier_conflict": {"estimated": None, "applied": True,
+                                                         "reason": "above localMaxReferences: not estimated"}}
         loop = _Iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, ids, must_link, cannot_link)
         loop.run()
         assigned, iterations = loop.assigned, loop.records

@@ -200,3 +200,65 @@ def test_engine_estimate_on_the_driver_path(mode):
         assert out.agreementMatchPatterns == {} and "match_patterns" not in report
     else:
         assert out.agreementMatchPatterns and report["match_patterns"] == len(out.agreementMatchPatterns)
+
+
+def _generated_inputs(gen, n: int, seed: int):
+    """``hdwm.local.LocalInputs`` of ``n`` references of a benchmark generator, without Spark: tokens split
+    on what is not a letter or digit, the evidence features from ``hdwm.evidence``'s Python forms (the
+    engine computes the same in Spark SQL, after its date and spelling corrections)."""
+    import re
+
+    import pandas as pd
+
+    from hdwm.evidence import leading_names, long_numbers, street_key
+    from hdwm.local import LocalInputs
+
+    tokens = {rid: [t for t in re.split(r"[^0-9A-Z]+", ",".join(f).upper()) if t] for rid, f, _ in gen.generate(n, seed)}
+    ids = sorted(tokens)
+    features = pd.DataFrame({
+        "record_id": ids, "ctokens": [tokens[r] for r in ids], "cweights": [[1.0] * len(tokens[r]) for r in ids],
+        "lead": [leading_names(tokens[r]) for r in ids], "nums": [long_numbers(tokens[r]) for r in ids],
+        "shared": [[] for _ in ids], "gstd": [False for _ in ids], "street": [street_key(tokens[r]) for r in ids]})
+    freq = Counter(t for ts in tokens.values() for t in set(ts))
+    return LocalInputs(tokens=tokens, hashes={r: i for i, r in enumerate(ids)}, freq=dict(freq), features=features)
+
+
+@pytest.mark.parametrize("kind,seed", [("messy_longhist", 1), ("messy_longhist", 2), ("messy", 1), ("messy_faker", 1)])
+def test_identifier_conflict_is_estimated_from_the_file(benchmark_module, kind, seed):
+    """``clusterIdentifierConflict: estimated`` on the driver path (``_agreement_estimate``): a file of
+    long-lived persons who move (``messy_longhist.py``: phones change with a move, few households) reads
+    as persons whose identifiers change, so the identifier conflict becomes a pairwise veto only; a
+    household file (``messy.py``, ``messy_faker.py``) reads as co-residence and keeps the cannot-link.
+    The kinds are known by construction; no truth is read."""
+    from hdwm.pipeline import _agreement_estimate
+
+    n = 1500
+    prof = load_profile("default").model_copy(update={"clusterIdentifierConflict": "estimated"}).effective(n)
+    assert prof.agreementEvidence == "off"
+    out, report = _agreement_estimate(prof, _generated_inputs(benchmark_module(kind), n, seed))
+    read = report["cluster_identifier_conflict"]
+    movers = kind == "messy_longhist"
+    assert out.clusterIdentifierConflict is (not movers) and read["estimated"] is (not movers), read
+    assert (read["given_disagreement"] < 1 / 3) is movers, read
+    assert out.agreementMatchPatterns == {}  # agreementEvidence off: the scores are left alone
+    # a fixed setting is never changed by the estimate
+    fixed = prof.model_copy(update={"clusterIdentifierConflict": movers, "agreementEvidence": "report"})
+    assert _agreement_estimate(fixed, _generated_inputs(benchmark_module(kind), 300, seed))[0] \
+        .clusterIdentifierConflict is movers
+
+
+def test_no_identifier_in_the_file_keeps_the_cannot_link():
+    from hdwm.agreement import identifiers_change_with_moves
+
+    ev, pairs, _ = _file("movers", seed=4)  # names and addresses only
+    moves, read = identifiers_change_with_moves(estimate_from_pairs(ev, pairs, random_pairs=5_000))
+    assert not moves and set(read) == {"given_disagreement", "identifier_disagreement"}
+
+
+def test_identifier_conflict_setting_values():
+    prof = load_profile("default")
+    assert prof.clusterIdentifierConflict == "estimated"  # include/config/default.yaml
+    for v in (True, False, "estimated"):
+        assert type(prof).model_validate({**prof.model_dump(), "clusterIdentifierConflict": v}).clusterIdentifierConflict == v
+    with pytest.raises(ValueError):
+        type(prof).model_validate({**prof.model_dump(), "clusterIdentifierConflict": "sometimes"})

@@ -162,8 +162,10 @@ def test_cluster_check_leaves_an_identifier_conflict_to_the_pair_unless_asked():
     a, b = (["J", "S", "LITTLE"], ["3868505220"]), (["JENNIFER", "S", "LITTLE"], ["8062022760"])
     assert conflicting(*a, *b, PROFILE)
     members = pd.DataFrame({"record_id": ["a", "b"], "lead": [a[0], b[0]], "nums": [a[1], b[1]]})
-    assert PROFILE.clusterIdentifierConflict is True  # the default profile keeps the cannot-link (docs/engine.md)
+    # the default profile estimates it from the input (hdwm.pipeline); until then it keeps the cannot-link
+    assert PROFILE.clusterIdentifierConflict == "estimated"
     assert _member_conflict(members, PROFILE)(0, 1)
+    assert _member_conflict(members, PROFILE.model_copy(update={"clusterIdentifierConflict": True}))(0, 1)
     lifted = PROFILE.model_copy(update={"clusterIdentifierConflict": False})
     assert not _member_conflict(members, lifted)(0, 1)
     # a given-name conflict stays a cannot-link either way
