@@ -142,7 +142,9 @@ def run_hdwm(path: Path, fmt: str, truth: Path | None, profile: str) -> dict:
     pw = metrics["pairwise"] or {}
     return {"precision": pw.get("precision"), "recall": pw.get("recall"), "f1": pw.get("f1"),
             "seconds": round(wall, 1), "clusters": metrics["clusters"],
-            "largest_cluster": metrics.get("largest_cluster")}
+            "largest_cluster": metrics.get("largest_cluster"),
+            # what the engine read from the input (clusterIdentifierConflict: estimated), when it estimated
+            "identifier_conflict": (metrics.get("agreement_estimate") or {}).get("cluster_identifier_conflict")}
 
 
 def _read_truth(truth: Path) -> pd.DataFrame:
