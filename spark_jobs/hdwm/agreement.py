@@ -230,40 +230,57 @@ class AgreementEstimate:
                 "lifted_given_levels": self.lifted_given_levels()}
 
 
-#: ``clusterIdentifierConflict: estimated`` (``identifiers_change_with_moves``): the latent match class
-#: is read as persons, not households, when less than this share of its pairs disagrees on the given
-#: name (``GIVEN_DISAGREEMENTS``). One person's references disagree there only through a misspelling
-#: or a nickname the table lacks; in a household class every spouse, child and roommate pair does.
-#: Read on the generators' 6,000-reference files by the engine (no truth involved, 2026-12-07):
-#: long histories 0.10-0.11, household files 0.45-0.53; one pair in three lies between.
-PERSONS_MAX_GIVEN_DISAGREEMENT = 1 / 3
-#: ... and a person's identifiers change (a phone with a move) when at least this share of the
-#: class's pairs that both carry a comparable identifier disagree on it (long histories: 0.25-0.26).
-IDENTIFIER_CHANGE_MIN = 0.10
+#: ``clusterIdentifierConflict: estimated`` is read from inputs of at most this many references, on either
+#: loop (the reading collects the input's tokens and features to the driver); larger inputs keep true
+ESTIMATE_MAX_REFERENCES = 10_000
+#: ``identifiers_change_with_moves``: a file is read as one of households when at least this share of
+#: its candidate pairs at one street address conflict on the given name: an address is shared by
+#: different persons (spouses, children, roommates) as often as by one person's repeats. Read by
+#: ``benchmarks`` generators' files of 250 and 1,500 references (no truth involved, 2026-12-07):
+#: long histories 0.32-0.43, household files 0.59-0.75.
+CO_RESIDENCE_MIN = 0.5
+#: ... and a person's identifiers are read as changing (a phone with a move) when at least this share
+#: of the candidate pairs that agree on the given name and the surname and both carry a comparable
+#: identifier disagree on it: one pair in twenty is more than typos beyond one edit
+#: (long histories: 0.10-0.21 on the same files).
+IDENTIFIER_CHANGE_MIN = 0.05
 
 
-def identifiers_change_with_moves(est: AgreementEstimate) -> tuple[bool, dict]:
-    """Does this input's estimate say that an identifier conflict is no proof of two persons?
+def identifiers_change_with_moves(patterns: Counter) -> tuple[bool, dict]:
+    """Is an identifier conflict in this input no proof of two persons? Read from the comparison
+    vectors of its candidate pairs (``candidate_patterns``), no labels.
 
-    Rule (washline, for ``clusterIdentifierConflict: estimated``): true when the latent match class
-    is persons (the ``m`` of the given-name disagreement levels sums below
-    ``PERSONS_MAX_GIVEN_DISAGREEMENT``) and, within it, identifiers disagree often
-    (``m`` of ``identifier: disagree`` at least ``IDENTIFIER_CHANGE_MIN``): one person writes
-    several phones over the years. In a household file the two-class EM's match class is
-    co-residence (module doc), whose identifier disagreements say nothing about one person, so the
-    answer there is false and the identifier conflict stays a cannot-link.
+    Rule (washline, for ``clusterIdentifierConflict: estimated``): true when the input is not one of
+    households (of the candidate pairs with the same street address and both given names written,
+    less than ``CO_RESIDENCE_MIN`` conflict on the given name: ``initial_conflict`` or
+    ``different``) and its persons' identifiers change (of the pairs agreeing on given name and
+    surname with comparable identifiers on both sides, at least ``IDENTIFIER_CHANGE_MIN`` disagree
+    on them). A household file's phone disagreement may be a namesake in another household, so
+    there the identifier conflict stays a cannot-link; a file of long-lived persons who move writes
+    a new phone with each address (``benchmarks/messy_longhist.py``). An input without same-address
+    pairs, or without same-name pairs carrying identifiers, reads false (nothing to go on).
+
+    The two-class EM of ``estimate`` was tried for this first and dropped: its latent match class
+    was co-residence on household files of 6,000 references but persons on 250, so its ``m`` read
+    the same kind of file two ways (2026-12-07).
 
     Returns:
-        (decision, ``{"given_disagreement": float, "identifier_disagreement": float}``, the two ``m``
-        shares read, rounded to 5 decimals).
+        (decision, ``{"co_residence", "same_address_pairs", "identifier_change", "same_name_pairs"}``:
+        the two shares, rounded to 5 decimals or None when undefined, and the pair counts they read).
     """
-    lv = LEVELS["given"]
-    given = sum(est.m["given"][lv.index(name)] for name in GIVEN_DISAGREEMENTS)
-    ident = est.m["identifier"][LEVELS["identifier"].index("disagree")]
-    seen = {p[CLASSES.index("identifier")] for p in est.patterns}
-    has_ids = LEVELS["identifier"].index("disagree") in seen or LEVELS["identifier"].index("agree") in seen
-    decision = bool(has_ids and given < PERSONS_MAX_GIVEN_DISAGREEMENT and ident >= IDENTIFIER_CHANGE_MIN)
-    return decision, {"given_disagreement": round(given, 5), "identifier_disagreement": round(ident, 5)}
+    g, sn, st, ident = (CLASSES.index(c) for c in ("given", "surname", "street", "identifier"))
+    given_conflict = {LEVELS["given"].index(x) for x in GIVEN_DISAGREEMENTS}
+    same_address = sum(n for p, n in patterns.items() if p[st] == 1 and p[g] != 0)
+    co_resident = sum(n for p, n in patterns.items() if p[st] == 1 and p[g] in given_conflict)
+    same_name = sum(n for p, n in patterns.items() if p[g] == 1 and p[sn] == 1 and p[ident] != 0)
+    changed = sum(n for p, n in patterns.items() if p[g] == 1 and p[sn] == 1 and p[ident] == 2)
+    co = co_resident / same_address if same_address else None
+    change = changed / same_name if same_name else None
+    decision = bool(co is not None and change is not None and co < CO_RESIDENCE_MIN
+                    and change >= IDENTIFIER_CHANGE_MIN)
+    return decision, {"co_residence": None if co is None else round(co, 5), "same_address_pairs": same_address,
+                      "identifier_change": None if change is None else round(change, 5),
+                      "same_name_pairs": same_name}
 
 
 def pattern_key(pattern) -> str:
@@ -358,6 +375,18 @@ MAX_CANDIDATE_PAIRS = 500_000
 SEED = 20261206
 
 
+def candidate_patterns(evidence: dict, pairs, max_pairs: int = MAX_CANDIDATE_PAIRS,
+                       rng: random.Random | None = None) -> Counter:
+    """Comparison vectors (``comparison_vector``) of the candidate ``pairs`` → count. Pairs with an id
+    missing from ``evidence`` are skipped; above ``max_pairs`` a uniform sample drawn by ``rng``
+    (seeded with ``SEED`` when None) is counted."""
+    rng = rng or random.Random(SEED)
+    live = [(a, b) for a, b in pairs if a in evidence and b in evidence]
+    if len(live) > max_pairs:
+        live = rng.sample(live, max_pairs)
+    return Counter(comparison_vector(evidence[a], evidence[b]) for a, b in live)
+
+
 def estimate_from_pairs(evidence: dict, pairs, random_pairs: int = RANDOM_PAIRS,
                         max_pairs: int = MAX_CANDIDATE_PAIRS, seed: int = SEED) -> AgreementEstimate:
     """``estimate`` on an input's candidate pairs.
@@ -372,10 +401,7 @@ def estimate_from_pairs(evidence: dict, pairs, random_pairs: int = RANDOM_PAIRS,
         ValueError: fewer than two references, or no candidate pair with evidence on both sides.
     """
     rng = random.Random(seed)
-    live = [(a, b) for a, b in pairs if a in evidence and b in evidence]
-    if len(live) > max_pairs:
-        live = rng.sample(live, max_pairs)
-    pats = Counter(comparison_vector(evidence[a], evidence[b]) for a, b in live)
+    pats = candidate_patterns(evidence, pairs, max_pairs, rng)
     ids = sorted(evidence)
     if len(ids) < 2:
         raise ValueError("agreement weights need at least two references")

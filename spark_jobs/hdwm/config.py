@@ -234,8 +234,8 @@ class LinkageProfile(BaseModel):
     #: phone changes with a move, and ``clusterIdentifierRule`` still keeps apart two
     #: groups that each confirm a different identifier. ``estimated``: false when the input's
     #: own Fellegi–Sunter estimate reads persons whose identifiers change
-    #: (``hdwm.agreement.identifiers_change_with_moves``), else true; estimated on the driver
-    #: path only (at most ``localMaxReferences`` references), true above it.
+    #: (``hdwm.agreement.identifiers_change_with_moves``), else true; estimated from inputs of at
+    #: most ``hdwm.agreement.ESTIMATE_MAX_REFERENCES`` references (either loop), true above it.
     clusterIdentifierConflict: bool | Literal["estimated"] = True
     #: washline negative evidence: a pair whose identifier tokens (all-digit,
     #: ≥ identifierMinLen digits, not a YYYYMMDD date) all disagree, and whose

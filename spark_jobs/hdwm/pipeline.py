@@ -472,34 +472,19 @@ def _local_iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, must
     """
     import pandas as pd
 
-    from .evidence import household_numbers, needs_household_numbers
-    from .local import LocalInputs, LocalIterations
+    from .local import LocalIterations
 
     t = time.time()
     with clock("collect"):
-        tp = tokens.select("record_id", "tokens", F.xxhash64("record_id").alias("h")).toPandas()
-        fp = (tokens.select(F.explode("tokens").alias("token")).distinct().join(freq, "token")
-              .select("token", "freq").toPandas())
-        features = ctokens.toPandas()
-        if needs_household_numbers(profile):  # left out of ctokens for this path (comparison_tokens)
-            house = household_numbers(features["record_id"].astype(str).tolist(), features["lead"].tolist(),
-                                      features["nums"].tolist(), profile)
-            features["shared"] = [house.get(r, []) for r in features["record_id"].astype(str).tolist()]
-        ml = [(r["id1"], r["id2"]) for r in must_link.collect()] if must_link is not None else []
-        cl = [(r["id1"], r["id2"]) for r in cannot_link.collect()] if cannot_link is not None else []
-        rid = tp["record_id"].astype(str).tolist()
-        inp = LocalInputs(
-            tokens={r: ([] if x is None else list(x)) for r, x in zip(rid, tp["tokens"])},
-            hashes=dict(zip(rid, tp["h"].astype("int64").tolist())),
-            freq=dict(zip(fp["token"].tolist(), fp["freq"].astype("int64").tolist())),
-            features=features, must_link=ml, cannot_link=cl,
-        )
+        inp = _collect_inputs(profile, tokens, freq, ctokens, must_link, cannot_link)
     _say(f"{n_refs} references ≤ localMaxReferences={profile.localMaxReferences}: iterations on the driver "
          f"(collected in {time.time() - t:.1f}s)")
     estimate = None
+    profile, bounded = _identifier_conflict_bound(profile, n_refs)
     if profile.agreementEvidence != "off" or profile.clusterIdentifierConflict == "estimated":
         with clock("agreement"):
             profile, estimate = _agreement_estimate(profile, inp)
+    estimate = estimate if bounded is None else {**(estimate or {}), **bounded}
     loop = LocalIterations(profile, mu_levels(profile), clock, n_refs, inp)
     loop.run()
     with clock("collect"):
@@ -513,14 +498,57 @@ def _local_iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, must
     return assigned, loop.records, why, estimate
 
 
+def _collect_inputs(profile, tokens, freq, ctokens, must_link, cannot_link, household: bool = True):
+    """``hdwm.local.LocalInputs`` of a small input, collected once (Arrow): the references' tokens with
+    Spark's ``xxhash64(record_id)``, the frequencies of their tokens, the comparison features and the
+    human decisions. ``household``: compute the household identifiers here (``ctokens`` was built
+    with ``comparison_tokens(..., household=False)``), else keep ``ctokens``' own."""
+    from .evidence import household_numbers, needs_household_numbers
+    from .local import LocalInputs
+
+    tp = tokens.select("record_id", "tokens", F.xxhash64("record_id").alias("h")).toPandas()
+    fp = (tokens.select(F.explode("tokens").alias("token")).distinct().join(freq, "token")
+          .select("token", "freq").toPandas())
+    features = ctokens.toPandas()
+    if household and needs_household_numbers(profile):  # left out of ctokens for this path (comparison_tokens)
+        house = household_numbers(features["record_id"].astype(str).tolist(), features["lead"].tolist(),
+                                  features["nums"].tolist(), profile)
+        features["shared"] = [house.get(r, []) for r in features["record_id"].astype(str).tolist()]
+    ml = [(r["id1"], r["id2"]) for r in must_link.collect()] if must_link is not None else []
+    cl = [(r["id1"], r["id2"]) for r in cannot_link.collect()] if cannot_link is not None else []
+    rid = tp["record_id"].astype(str).tolist()
+    return LocalInputs(
+        tokens={r: ([] if x is None else list(x)) for r, x in zip(rid, tp["tokens"])},
+        hashes=dict(zip(rid, tp["h"].astype("int64").tolist())),
+        freq=dict(zip(fp["token"].tolist(), fp["freq"].astype("int64").tolist())),
+        features=features, must_link=ml, cannot_link=cl,
+    )
+
+
+def _identifier_conflict_bound(profile: LinkageProfile, n_refs: int) -> tuple[LinkageProfile, dict | None]:
+    """``clusterIdentifierConflict: estimated`` above ``hdwm.agreement.ESTIMATE_MAX_REFERENCES``
+    references is not estimated (the estimate collects the input to the driver): true, said and
+    reported. Returns (profile, report entry or None)."""
+    from .agreement import ESTIMATE_MAX_REFERENCES
+
+    if profile.clusterIdentifierConflict != "estimated" or n_refs <= ESTIMATE_MAX_REFERENCES:
+        return profile, None
+    _say(f"clusterIdentifierConflict: estimated from inputs of at most {ESTIMATE_MAX_REFERENCES} references; "
+         f"{n_refs} references: true (an identifier conflict stays a cannot-link inside a component)")
+    return (profile.model_copy(update={"clusterIdentifierConflict": True}),
+            {"cluster_identifier_conflict": {"estimated": None, "applied": True,
+                                             "reason": f"more than {ESTIMATE_MAX_REFERENCES} references: not estimated"}})
+
+
 def _agreement_estimate(profile: LinkageProfile, inp) -> tuple[LinkageProfile, dict]:
-    """``agreementEvidence`` (and ``clusterIdentifierConflict: estimated``) on the driver path: the
-    Fellegi–Sunter estimate (``hdwm.agreement.estimate_from_pairs``) over the iteration-1 candidate
-    pairs (``hdwm.local.block_members`` of every reference), logged; with ``adaptive`` the profile gets
-    ``agreementMatchPatterns``; with ``estimated`` its ``clusterIdentifierConflict`` becomes true or
-    false (``hdwm.agreement.identifiers_change_with_moves``), reported as
-    ``cluster_identifier_conflict``. Returns (profile, report dict)."""
-    from .agreement import estimate_from_pairs, identifiers_change_with_moves, profile_update
+    """``agreementEvidence`` and ``clusterIdentifierConflict: estimated`` on the collected inputs
+    (``hdwm.local.LocalInputs``) of the iteration-1 candidate pairs (``hdwm.local.block_members`` of
+    every reference). ``agreementEvidence`` (report, adaptive): the Fellegi–Sunter estimate
+    (``hdwm.agreement.estimate_from_pairs``), logged; with ``adaptive`` the profile gets
+    ``agreementMatchPatterns``. ``estimated``: ``clusterIdentifierConflict`` becomes true or false
+    (``hdwm.agreement.identifiers_change_with_moves``), reported as ``cluster_identifier_conflict``.
+    Returns (profile, report dict)."""
+    from .agreement import candidate_patterns, estimate_from_pairs, identifiers_change_with_moves, profile_update
     from .local import block_members
 
     t = time.time()
@@ -528,26 +556,29 @@ def _agreement_estimate(profile: LinkageProfile, inp) -> tuple[LinkageProfile, d
     f = inp.features
     cols = [f[c].tolist() if c in f.columns else [None] * len(f) for c in ("lead", "nums", "shared", "gstd", "street")]
     evidence = dict(zip(f["record_id"].astype(str).tolist(), zip(*cols)))
-    est = estimate_from_pairs(evidence, sorted(pairs))
-    report = est.report()
-    if profile.agreementEvidence == "adaptive":
-        upd = profile_update(est, profile.agreementMatchProbability)
-        profile = profile.model_copy(update=upd)
-        report["match_patterns"] = len(upd["agreementMatchPatterns"])
-        report["match_pattern_pairs"] = int(sum(n for p, n in est.patterns.items()
-                                                if est.posterior(p) >= profile.agreementMatchProbability))
+    pairs = sorted(pairs)
+    report: dict = {}
+    if profile.agreementEvidence != "off":
+        est = estimate_from_pairs(evidence, pairs)
+        report = est.report()
+        if profile.agreementEvidence == "adaptive":
+            upd = profile_update(est, profile.agreementMatchProbability)
+            profile = profile.model_copy(update=upd)
+            report["match_patterns"] = len(upd["agreementMatchPatterns"])
+            report["match_pattern_pairs"] = int(sum(n for p, n in est.patterns.items()
+                                                    if est.posterior(p) >= profile.agreementMatchProbability))
+        weights = {c: {lv: v["weight"] for lv, v in levels.items()} for c, levels in report["classes"].items()}
+        _say(f"agreement estimate ({time.time() - t:.1f}s, {report['pairs']} candidate pairs, lambda={report['lambda']}, "
+             f"EM rounds={report['rounds']}): weights (bits) {json.dumps(weights)}")
     if profile.clusterIdentifierConflict == "estimated":
-        moves, read = identifiers_change_with_moves(est)
+        moves, read = identifiers_change_with_moves(candidate_patterns(evidence, pairs))
         profile = profile.model_copy(update={"clusterIdentifierConflict": not moves})
         report["cluster_identifier_conflict"] = {"estimated": not moves, **read}
-        _say(f"clusterIdentifierConflict estimated {str(not moves).lower()}: in the estimated match class "
-             f"{read['given_disagreement']:.3f} of pairs disagree on the given name and "
-             f"{read['identifier_disagreement']:.3f} on an identifier ("
+        _say(f"clusterIdentifierConflict estimated {str(not moves).lower()} ({len(pairs)} candidate pairs): "
+             f"{read['co_residence']} of {read['same_address_pairs']} same-address pairs conflict on the given "
+             f"name, {read['identifier_change']} of {read['same_name_pairs']} same-name pairs on an identifier ("
              + ("persons whose identifiers change: an identifier conflict is a pairwise veto only)" if moves else
                 "an identifier conflict stays a cannot-link inside a component)"))
-    weights = {c: {lv: v["weight"] for lv, v in levels.items()} for c, levels in report["classes"].items()}
-    _say(f"agreement estimate ({time.time() - t:.1f}s, {report['pairs']} candidate pairs, lambda={report['lambda']}, "
-         f"EM rounds={report['rounds']}): weights (bits) {json.dumps(weights)}")
     return profile, report
 
 
@@ -717,12 +748,14 @@ def link_references(
             log.warning("agreementEvidence=%s is estimated on the driver path only (at most localMaxReferences=%d "
                         "references); %d references: not estimated", profile.agreementEvidence,
                         profile.localMaxReferences, n_refs)
+        profile, agreement = _identifier_conflict_bound(profile, n_refs)
         if profile.clusterIdentifierConflict == "estimated":
-            _say(f"clusterIdentifierConflict estimated on the driver path only (at most localMaxReferences="
-                 f"{profile.localMaxReferences} references); {n_refs} references: true (a cannot-link)")
-            profile = profile.model_copy(update={"clusterIdentifierConflict": True})
-            agreement = {"cluster_identifier_conflict": {"estimated": None, "applied": True,
-                                                         "reason": "above localMaxReferences: not estimated"}}
+            # the same estimate as the driver loop's, from the same collected inputs: either loop gives
+            # the same clusters (agreementEvidence itself stays a driver-path setting, warned above)
+            with clock("agreement"):
+                inp = _collect_inputs(profile, tokens, freq, ctokens, None, None, household=False)
+                read, agreement = _agreement_estimate(profile.model_copy(update={"agreementEvidence": "off"}), inp)
+            profile = profile.model_copy(update={"clusterIdentifierConflict": read.clusterIdentifierConflict})
         loop = _Iterations(spark, profile, clock, n_refs, tokens, freq, ctokens, ids, must_link, cannot_link)
         loop.run()
         assigned, iterations = loop.assigned, loop.records

@@ -223,23 +223,24 @@ def _generated_inputs(gen, n: int, seed: int):
     return LocalInputs(tokens=tokens, hashes={r: i for i, r in enumerate(ids)}, freq=dict(freq), features=features)
 
 
-@pytest.mark.parametrize("kind,seed", [("messy_longhist", 1), ("messy_longhist", 2), ("messy", 1), ("messy_faker", 1)])
-def test_identifier_conflict_is_estimated_from_the_file(benchmark_module, kind, seed):
-    """``clusterIdentifierConflict: estimated`` on the driver path (``_agreement_estimate``): a file of
+@pytest.mark.parametrize("kind,seed,n", [("messy_longhist", 1, 1500), ("messy_longhist", 2, 250), ("messy", 1, 1500),
+                                         ("messy", 2, 250), ("messy_faker", 1, 1500)])
+def test_identifier_conflict_is_estimated_from_the_file(benchmark_module, kind, seed, n):
+    """``clusterIdentifierConflict: estimated`` on collected inputs (``_agreement_estimate``): a file of
     long-lived persons who move (``messy_longhist.py``: phones change with a move, few households) reads
     as persons whose identifiers change, so the identifier conflict becomes a pairwise veto only; a
-    household file (``messy.py``, ``messy_faker.py``) reads as co-residence and keeps the cannot-link.
-    The kinds are known by construction; no truth is read."""
+    household file (``messy.py``, ``messy_faker.py``) reads as one of co-residents and keeps the
+    cannot-link. At 250 and 1,500 references. The kinds are known by construction; no truth is read."""
     from hdwm.pipeline import _agreement_estimate
 
-    n = 1500
     prof = load_profile("default").model_copy(update={"clusterIdentifierConflict": "estimated"}).effective(n)
     assert prof.agreementEvidence == "off"
     out, report = _agreement_estimate(prof, _generated_inputs(benchmark_module(kind), n, seed))
     read = report["cluster_identifier_conflict"]
     movers = kind == "messy_longhist"
     assert out.clusterIdentifierConflict is (not movers) and read["estimated"] is (not movers), read
-    assert (read["given_disagreement"] < 1 / 3) is movers, read
+    assert (read["co_residence"] < 0.5) is movers and read["same_address_pairs"] > 100, read
+    assert read["same_name_pairs"] > 0 and ((read["identifier_change"] >= 0.05) or not movers), read
     assert out.agreementMatchPatterns == {}  # agreementEvidence off: the scores are left alone
     # a fixed setting is never changed by the estimate
     fixed = prof.model_copy(update={"clusterIdentifierConflict": movers, "agreementEvidence": "report"})
@@ -247,12 +248,20 @@ def test_identifier_conflict_is_estimated_from_the_file(benchmark_module, kind, 
         .clusterIdentifierConflict is movers
 
 
-def test_no_identifier_in_the_file_keeps_the_cannot_link():
-    from hdwm.agreement import identifiers_change_with_moves
+def test_no_identifier_or_no_address_keeps_the_cannot_link():
+    from hdwm.agreement import candidate_patterns, identifiers_change_with_moves
 
-    ev, pairs, _ = _file("movers", seed=4)  # names and addresses only
-    moves, read = identifiers_change_with_moves(estimate_from_pairs(ev, pairs, random_pairs=5_000))
-    assert not moves and set(read) == {"given_disagreement", "identifier_disagreement"}
+    ev, pairs, _ = _file("movers", seed=4)  # names and addresses only: no identifier to read
+    moves, read = identifiers_change_with_moves(candidate_patterns(ev, pairs))
+    assert not moves and read["identifier_change"] is None and read["same_name_pairs"] == 0
+    assert read["co_residence"] is not None and read["same_address_pairs"] > 0
+    # the same movers with a phone per home and no street written: nothing says they are not households
+    no_street = {r: (e[0], ["5550000000" if r.endswith(("0", "2")) else "5551111111"], [], False, [])
+                 for r, e in ev.items()}
+    moves, read = identifiers_change_with_moves(candidate_patterns(no_street, pairs))
+    assert not moves and read["co_residence"] is None and read["identifier_change"] > 0.05
+    assert identifiers_change_with_moves(candidate_patterns(ev, [])) == (False, {
+        "co_residence": None, "same_address_pairs": 0, "identifier_change": None, "same_name_pairs": 0})
 
 
 def test_identifier_conflict_setting_values():

@@ -110,14 +110,26 @@ def test_driver_quality_is_sparks_quality(spark):
     assert any(0 < q < 1 for q in got.values()) and cluster_quality(["r0"], tokens) == 1.0
 
 
+def _longhist_refs(tmp_path, n, seed):
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # messy_longhist.py imports messy.py beside it
+    import messy_longhist
+    from hdwm.readers import read_dwm
+
+    messy_longhist.write_dwm(tmp_path / "l.txt", tmp_path / "lt.csv", n, seed)
+    return [tuple(r) for r in read_dwm(tmp_path / "l.txt").itertuples(index=False)]
+
+
 @pytest.mark.slow
-def test_driver_loop_links_as_the_spark_loop(spark, tmp_path):
+@pytest.mark.parametrize("kind", ["households", "long histories"])
+def test_driver_loop_links_as_the_spark_loop(spark, tmp_path, kind):
     """250 messy household references, clusters accepted over several iterations
     (epsilon 0.6): the partition, every iteration record
-    (but its seconds) and the why-linked pairs are Spark's; human decisions too."""
+    (but its seconds) and the why-linked pairs are Spark's; human decisions too.
+    ``clusterIdentifierConflict: estimated`` reads the same on both loops: true on the household
+    file, false on the file of long histories (``messy_longhist.py``), with the same clusters."""
     from hdwm.pipeline import link_references
 
-    refs = _messy_refs(tmp_path, 250, 11)
+    refs = _messy_refs(tmp_path, 250, 11) if kind == "households" else _longhist_refs(tmp_path, 250, 11)
     ids = sorted(r for r, _ in refs)
     must, cannot = [(ids[3], ids[40])], [(ids[5], ids[6])]
     dec = {"must_link": spark.createDataFrame(must, "id1 string, id2 string"),
@@ -130,11 +142,13 @@ def test_driver_loop_links_as_the_spark_loop(spark, tmp_path):
         links = sorted(tuple(round(x, 12) if isinstance(x, float) else x for x in r) for r in res.links.collect())
         pairs = sorted(tuple(tuple(x) if isinstance(x, list) else x for x in r) for r in res.pairs.collect())
         recs = [{k: v for k, v in r.items() if k != "seconds"} for r in res.metrics["iterations"]]
-        out[where] = (links, pairs, recs, res.metrics["stages"])
+        out[where] = (links, pairs, recs, res.metrics["stages"],
+                      res.metrics["agreement_estimate"]["cluster_identifier_conflict"])
     assert out["driver"][0] == out["spark"][0]
     assert out["driver"][1] == out["spark"][1]
     assert out["driver"][2] == out["spark"][2]
     assert "collect" in out["driver"][3] and "collect" not in out["spark"][3]  # the driver path was taken
+    assert out["driver"][4] == out["spark"][4] and out["driver"][4]["estimated"] is (kind == "households")
     cid = {r[0]: r[1] for r in out["driver"][0]}
     assert cid[must[0][0]] == cid[must[0][1]] and cid[cannot[0][0]] != cid[cannot[0][1]]
     assert sum(r["accepted_clusters"] > 0 for r in out["driver"][2]) >= 2
