@@ -52,6 +52,11 @@ posterior match probability ``λ·Πm / (λ·Πm + (1−λ)·Πu)`` reaches
 ``agreementMatchProbability``; a pair of such a pattern that no evidence rule
 decided scores at least that posterior.
 
+The same comparison vectors, counted directly, also give the engine's reading
+of ``clusterIdentifierConflict: estimated`` (``identifiers_change_with_moves``):
+is this a household file (an address shared by different given names), and do
+its persons' identifiers change (same-name pairs with disagreeing phones)?
+
 What the two-class model cannot do (measured; ``tests/unit/test_hdwm_agreement.py``):
 on a household file the latent "match" class EM finds is co-residence, not
 the person – the candidate pairs that share a surname and an address are

@@ -233,8 +233,8 @@ class LinkageProfile(BaseModel):
     #: behaviour before 2026-12-06) or, like the surname, only a pairwise veto (false): a
     #: phone changes with a move, and ``clusterIdentifierRule`` still keeps apart two
     #: groups that each confirm a different identifier. ``estimated``: false when the input's
-    #: own Fellegi–Sunter estimate reads persons whose identifiers change
-    #: (``hdwm.agreement.identifiers_change_with_moves``), else true; estimated from inputs of at
+    #: candidate pairs read as persons whose identifiers change, not households
+    #: (``hdwm.agreement.identifiers_change_with_moves``), else true; read from inputs of at
     #: most ``hdwm.agreement.ESTIMATE_MAX_REFERENCES`` references (either loop), true above it.
     clusterIdentifierConflict: bool | Literal["estimated"] = True
     #: washline negative evidence: a pair whose identifier tokens (all-digit,
