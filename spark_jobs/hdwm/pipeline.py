@@ -558,8 +558,10 @@ def _agreement_estimate(profile: LinkageProfile, inp) -> tuple[LinkageProfile, d
     evidence = dict(zip(f["record_id"].astype(str).tolist(), zip(*cols)))
     pairs = sorted(pairs)
     report: dict = {}
+    patterns = None  # the candidate pairs' comparison vectors, counted once for both readings
     if profile.agreementEvidence != "off":
         est = estimate_from_pairs(evidence, pairs)
+        patterns = est.patterns
         report = est.report()
         if profile.agreementEvidence == "adaptive":
             upd = profile_update(est, profile.agreementMatchProbability)
@@ -571,7 +573,8 @@ def _agreement_estimate(profile: LinkageProfile, inp) -> tuple[LinkageProfile, d
         _say(f"agreement estimate ({time.time() - t:.1f}s, {report['pairs']} candidate pairs, lambda={report['lambda']}, "
              f"EM rounds={report['rounds']}): weights (bits) {json.dumps(weights)}")
     if profile.clusterIdentifierConflict == "estimated":
-        moves, read = identifiers_change_with_moves(candidate_patterns(evidence, pairs))
+        moves, read = identifiers_change_with_moves(patterns if patterns is not None else
+                                                    candidate_patterns(evidence, pairs))
         profile = profile.model_copy(update={"clusterIdentifierConflict": not moves})
         report["cluster_identifier_conflict"] = {"estimated": not moves, **read}
         _say(f"clusterIdentifierConflict estimated {str(not moves).lower()} ({len(pairs)} candidate pairs): "

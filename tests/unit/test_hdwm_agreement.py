@@ -242,6 +242,10 @@ def test_identifier_conflict_is_estimated_from_the_file(benchmark_module, kind, 
     assert (read["co_residence"] < 0.5) is movers and read["same_address_pairs"] > 100, read
     assert read["same_name_pairs"] > 0 and ((read["identifier_change"] >= 0.05) or not movers), read
     assert out.agreementMatchPatterns == {}  # agreementEvidence off: the scores are left alone
+    # with the EM estimate on as well, the reading is the same (one count of the candidate patterns)
+    both = prof.model_copy(update={"agreementEvidence": "report"})
+    assert _agreement_estimate(both, _generated_inputs(benchmark_module(kind), n, seed))[1][
+        "cluster_identifier_conflict"] == read
     # a fixed setting is never changed by the estimate
     fixed = prof.model_copy(update={"clusterIdentifierConflict": movers, "agreementEvidence": "report"})
     assert _agreement_estimate(fixed, _generated_inputs(benchmark_module(kind), 300, seed))[0] \
