@@ -67,6 +67,26 @@ def test_incremental_f1_gap_is_none_when_an_f1_is_undefined(bench):
     assert inc.f1_gap({"f1": None}, {"f1": 0.9}) is None and inc.f1_gap(None, {"f1": 0.9}) is None
 
 
+def test_incremental_longhist_generator_gives_dwm_text_with_truth(bench, tmp_path):
+    inc = bench("incremental")
+    df = inc.GENERATORS["longhist"](300, 1, tmp_path)
+    assert list(df.columns) == ["record_id", "truth_entity", "reference"] and len(df) == 300
+    assert df["record_id"].is_unique and df["truth_entity"].nunique() < 300  # 5-35 references a person
+
+
+def test_incremental_f1_by_night_counts_pairs_within_each_night(bench, spark):
+    from hdwm.metrics import metrics_from_counts
+
+    inc = bench("incremental")
+    rows = [  # night 1: clusters {a,b} {c}, truth {a,b,c}; night 2: {d,e} against truth {d} {e}; b-d never a pair
+        (1, "a", "C1", "T1"), (1, "b", "C1", "T1"), (1, "c", "C2", "T1"),
+        (2, "d", "C1", "T2"), (2, "e", "C1", "T3"), (2, "f", "C3", None)]
+    df = spark.createDataFrame(rows, "night int, record_id string, cluster string, truth_entity string")
+    got = inc.f1_by_night(df, "cluster")
+    assert got == {1: metrics_from_counts(1, 1, 3)["f1"], 2: metrics_from_counts(0, 1, 0)["f1"]}
+    assert got[1] == 0.5 and got[2] is None  # no true pair within night 2: undefined, not 0
+
+
 def test_incremental_resume_needs_the_interrupted_runs_work_and_json(bench, tmp_path, capsys):
     inc = bench("incremental")
     for argv in (["--resume"], ["--resume", "--work", str(tmp_path)],
