@@ -263,7 +263,8 @@ def identifiers_change_with_moves(patterns: Counter) -> tuple[bool, dict]:
     on them). A household file's phone disagreement may be a namesake in another household, so
     there the identifier conflict stays a cannot-link; a file of long-lived persons who move writes
     a new phone with each address (``benchmarks/messy_longhist.py``). An input without same-address
-    pairs, or without same-name pairs carrying identifiers, reads false (nothing to go on).
+    pairs, or without same-name pairs carrying identifiers, gives false (nothing to go on: the
+    cannot-link stays).
 
     The two-class EM of ``estimate`` was tried for this first and dropped: its latent match class
     was co-residence on household files of 6,000 references but persons on 250, so its ``m`` read
