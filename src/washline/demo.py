@@ -132,6 +132,9 @@ def run_night(dataset: str, ds: str) -> int:
               f"(start over: rm -rf {paths.lake} {paths.root / 'staging'}). Its last summary:")
         show_summary(ds)
         return 0
+    # the SQLite staging database of the default connection lives here; after `rm -rf data/staging`
+    # (starting over) nothing else would create its folder again
+    (paths.root / "staging").mkdir(parents=True, exist_ok=True)
     written = land_febrl(dataset, ds, paths.landing, exclusive=True)
     print(f"landed {dataset} for {ds}: {len(written)} file(s) under {written[0].parent}", flush=True)
     log_path = paths.root / f"demo-{ds}.log"
@@ -143,7 +146,9 @@ def run_night(dataset: str, ds: str) -> int:
         print("\n".join(log_path.read_text(errors="replace").splitlines()[-60:]))
         print(f"demo night {ds} failed; full log: {log_path}")
         return done.returncode
-    return show_summary(ds)
+    status = show_summary(ds)
+    print(f"(log: {log_path})")
+    return status
 
 
 if __name__ == "__main__":
