@@ -38,3 +38,16 @@ def test_the_table_has_one_row_per_night_with_bytes_and_ratios(rs, tmp_path):
     assert len(lines) == 4 and lines[0].startswith("| history | night | link s |")
     assert "| 100,000 | 1 | 40.0 |" in lines[2] and "| 12.0 |" in lines[2] and "| 2.00 |" in lines[2]
     assert "| n/a |" in lines[2] and "| 0.9912 |" in lines[3] and "| 3.0 | 1.5 |" in lines[3]
+
+
+def test_postgres_columns_appear_only_when_a_night_was_published(rs):
+    row = {"history": 100000, "night": 1, "seconds": 40.0, "stages": {}, "written_bytes": 4000,
+           "curated_bytes": 2000, "neighbourhood": 15, "night_f1": 0.5, "lake_entities_bytes": 3_000_000,
+           "load_1min": 1.5}
+    assert "publish mode" not in rs.table([row])
+    pg = {"mode": "incremental", "gx": "WARN", "staging_s": 0.5, "gx_s": 7.25, "publish_s": 1.5}
+    lines = rs.table([{**row, "postgres": {**pg, "mode": "full"}}, row, {**row, "night": 2, "postgres": pg}]).splitlines()
+    assert lines[0].endswith("| publish mode | staging s | GX s | publish s |")
+    assert {line.count("|") for line in lines} == {lines[0].count("|")}  # every row has every column
+    assert lines[2].endswith("| full | 0.5 | 7.25 | 1.5 |") and lines[4].endswith("| incremental | 0.5 | 7.25 | 1.5 |")
+    assert lines[3].endswith("| | | | |")
