@@ -23,13 +23,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 
-def _pairs(df: DataFrame, keys: list[str]):
-    n = F.col("n").cast("long")
-    return df.groupBy(*keys).agg(F.count(F.lit(1)).alias("n")).agg(
-        F.coalesce(F.sum(n * (n - 1) / 2), F.lit(0)).cast("long").alias("p")
-    )
-
-
 def pairwise_metrics(df: DataFrame, cluster_col: str = "cluster_id", truth_col: str = "truth_entity") -> dict | None:
     """Pairwise metrics.
 
@@ -43,11 +36,18 @@ def pairwise_metrics(df: DataFrame, cluster_col: str = "cluster_id", truth_col: 
         carries a truth label.
     """
     lab = df.filter(F.col(truth_col).isNotNull()).select(cluster_col, truth_col)
-    pred = _pairs(lab, [cluster_col]).withColumnRenamed("p", "pred")
-    true = _pairs(lab, [truth_col]).withColumnRenamed("p", "true")
-    tp = _pairs(lab, [cluster_col, truth_col]).withColumnRenamed("p", "tp")
-    cnt = lab.agg(F.count(F.lit(1)).alias("labelled"))
-    row = pred.crossJoin(true).crossJoin(tp).crossJoin(cnt).first()
+    # one aggregation over three grouping sets (one shuffle, not three): the (cluster, entity)
+    # intersections, the clusters and the entities; grouping_id tells them apart (bit 1: cluster
+    # aggregated away, bit 0: entity aggregated away), so a null cluster id is still a group
+    groups = lab.groupingSets([[cluster_col, truth_col], [cluster_col], [truth_col]], cluster_col, truth_col).agg(
+        F.count(F.lit(1)).cast("long").alias("n"), F.grouping_id().alias("gid"))
+    pairs = (F.col("n") * (F.col("n") - 1)).cast("long") / 2
+
+    def total(gid: int, value):
+        return F.coalesce(F.sum(F.when(F.col("gid") == gid, value)), F.lit(0)).cast("long")
+
+    row = groups.agg(total(0, pairs).alias("tp"), total(1, pairs).alias("pred"), total(2, pairs).alias("true"),
+                     total(0, F.col("n")).alias("labelled")).first()
     if not row["labelled"]:
         return None
     return metrics_from_counts(int(row["tp"]), int(row["pred"]), int(row["true"]))

@@ -45,6 +45,24 @@ def test_pairwise_hand_example(spark):
     assert m == {"precision": 0.5, "recall": 0.5, "f1": 0.5, "tp": 2, "predicted_pairs": 4, "true_pairs": 4}
 
 
+def test_pairwise_counts_equal_every_pair_enumerated(spark):
+    """Random clusterings (null cluster ids and unlabelled records included): the counts of the one
+    grouping-sets aggregation equal those of enumerating every pair of labelled records."""
+    import random
+    from itertools import combinations
+
+    rng = random.Random(7)
+    for trial in range(4):
+        rows = [(f"r{i}", rng.choice([None, *[f"C{k}" for k in range(rng.randint(1, 30))]]),
+                 rng.choice([None, *[f"T{k}" for k in range(rng.randint(1, 30))]])) for i in range(300)]
+        lab = [r for r in rows if r[2] is not None]
+        tp = sum(1 for a, b in combinations(lab, 2) if a[1] == b[1] and a[2] == b[2])
+        pred = sum(1 for a, b in combinations(lab, 2) if a[1] == b[1])
+        true = sum(1 for a, b in combinations(lab, 2) if a[2] == b[2])
+        got = pairwise_metrics(spark.createDataFrame(rows, "record_id string, cluster_id string, truth_entity string"))
+        assert got == metrics_from_counts(tp, pred, true), trial
+
+
 def test_pairwise_none_without_truth(spark):
     df = spark.createDataFrame([("a", "C1", None)], "record_id string, cluster_id string, truth_entity string")
     assert pairwise_metrics(df) is None
