@@ -129,14 +129,34 @@ def _nickname_groups() -> dict[str, frozenset]:
     return {k: frozenset(v) for k, v in groups.items()}
 
 
+def _library_pairs() -> frozenset:
+    """Unordered (name, nickname) pairs, upper case, of the ``nicknames`` package (C. Northern's
+    public collection, about 2,700 relations of English given names). Only direct relations: two
+    nicknames of one formal name (ERIN and RON, both of AARON) are not a pair, since the
+    collection's groups are wide and a couple or two siblings can carry such names."""
+    from nicknames import NickNamer
+
+    pairs = set()
+    for formal, nicks in NickNamer().nickname_lookup.items():
+        for nick in nicks:
+            a, b = formal.strip().upper(), nick.strip().upper()
+            if a != b:
+                pairs.add((a, b) if a < b else (b, a))
+    return frozenset(pairs)
+
+
 _GROUPS = _nickname_groups()
+_LIBRARY_PAIRS = _library_pairs()
 
 
 def same_nickname_group(a: str, b: str) -> bool:
-    """True when ``a`` and ``b`` (upper case) are one formal name and its nickname,
-    or two nicknames of the same formal name (``BOB``/``ROBERT``, ``BOB``/``ROB``)."""
+    """True when ``a`` and ``b`` (upper case) are one formal name and its nickname in the
+    ``nicknames`` package's collection (``GERALD``/``JERRY``), or in one group of ``NICKNAMES``,
+    which also pairs two nicknames of its formal name (``BOB``/``ROBERT``, ``BOB``/``ROB``)."""
     ga, gb = _GROUPS.get(a), _GROUPS.get(b)
-    return bool(ga and gb and ga & gb)
+    if ga and gb and ga & gb:
+        return True
+    return ((a, b) if a < b else (b, a)) in _LIBRARY_PAIRS
 
 
 def _is_number(t: str) -> bool:

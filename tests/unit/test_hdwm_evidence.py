@@ -120,6 +120,10 @@ def test_given_name_conflict_cases():
     # a lone surname says nothing about a given name
     assert not given_name_conflict(["PEREZ"], ["LUIS", "PEREZ"])
     assert same_nickname_group("BOB", "ROB") and not same_nickname_group("BOB", "BILL")
+    # the nicknames package's direct relations (not in the hand list), in either order
+    assert same_nickname_group("GERALD", "JERRY") and same_nickname_group("BECKY", "REBECCA")
+    # two nicknames of one formal name of the package (ERIN and RON of AARON) are not a pair
+    assert same_nickname_group("AARON", "ERIN") and not same_nickname_group("ERIN", "RON")
 
 
 class _P:
