@@ -140,7 +140,7 @@ def seed_registry(spark, reg: Path, hist, ds: str, profile_name: str) -> dict:
 PG_CONN_ID = "washline_bench_registry_scale"
 
 
-def staging_records_copy(spark, night_sdf, out: Path) -> Path:
+def staging_records_copy(night_sdf, out: Path) -> Path:
     """The night's references in ``staging_records``' columns (``washline.staging.spec``), written to
     ``out`` as Parquet: the cleanse job's output schema, which the generators' frames do not have. Spec
     columns the frame lacks are null (``messy``'s one unaligned text column has no field of the spec:
@@ -268,7 +268,7 @@ def _run_history(spark, link, gen, size: int, a, work: Path) -> list[dict]:
                "joined": r["joined_existing"], "new": r["new_references"],
                "night_f1": (payload.get("pairwise") or {}).get("f1"), "load_1min": round(os.getloadavg()[0], 1)}
         if a.postgres:
-            records = staging_records_copy(spark, sdf, root / "staging_records" / ds)
+            records = staging_records_copy(sdf, root / "staging_records" / ds)
             rec["postgres"] = stage_and_publish(root, ds, payload, len(night), records)
         out.append(rec)
         print(f"[bench] {json.dumps(rec)}", file=sys.stderr, flush=True)

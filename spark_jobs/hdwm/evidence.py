@@ -31,7 +31,7 @@ Rules (each on/off in the profile):
   Damerau–Levenshtein edits. Given names conflict when
   - both have ≥ 2 letters: Jaro–Winkler similarity < ``givenNameMinSimilarity``,
     different first letters (most nicknames and typos keep the first letter:
-    JIM/JAMES, PETE/PETER), neither is in the other's ``NICKNAMES`` group, and
+    JIM/JAMES, PETE/PETER), no nickname relation joins them (``same_nickname_group``), and
     neither matches (JW ≥ 0.85) one of the other reference's later name tokens
     (swapped given name and surname);
   - one is an initial: no name token of the other reference starts with it;
@@ -131,7 +131,7 @@ def _nickname_groups() -> dict[str, frozenset]:
 
 def _library_pairs() -> frozenset:
     """Unordered (name, nickname) pairs, upper case, of the ``nicknames`` package (C. Northern's
-    public collection, about 2,700 relations of English given names). Only direct relations: two
+    public collection: about 2,550 distinct pairs of English given names). Only direct relations: two
     nicknames of one formal name (ERIN and RON, both of AARON) are not a pair, since the
     collection's groups are wide and a couple or two siblings can carry such names."""
     from nicknames import NickNamer
