@@ -1202,6 +1202,10 @@ def next_tokens(reg_tok: DataFrame, night: DataFrame, night_tok: DataFrame) -> D
 #: (``_scan_token_lists``); a larger night (a first load) uses the joins instead
 SCAN_SET_LIMIT = 2_000_000
 
+#: ``_scan_token_lists`` cuts this many token lists at a time (Arrow batches merged): each cut hashes
+#: the night's sets once, and a chunk of 200,000 lists of about ten tokens is some 50 MB of Arrow data
+SCAN_CHUNK_LISTS = 200_000
+
 #: the rows ``_scan_token_lists`` returns: kind 0 a blocking token, 1 a frequent-pair key, 2 a key
 #: held more than the cap within one partition (``ref_key`` null, ``n`` its holders there), 3 a pair
 #: of blocking tokens that a night reference also holds
@@ -1239,6 +1243,7 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
     (strings: sequences or Arrow arrays; ``back`` a dict or a (raw tokens,
     replacements) pair) reach the executors as one broadcast variable, at
     most ``SCAN_SET_LIMIT`` strings each."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -1273,15 +1278,29 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
 
     def rows(refs, values, kind: int, n=None):
         k = len(values)
-        return pa.table([refs.cast(pa.string()), pa.array([kind] * k, pa.int32()), values.cast(pa.string()),
-                         n if n is not None else pa.array([1] * k, pa.int64())], schema=out_schema).to_batches()
+        return pa.table([refs.cast(pa.string()), pa.array(np.full(k, kind, np.int32)), values.cast(pa.string()),
+                         n if n is not None else pa.array(np.ones(k, np.int64))], schema=out_schema).to_batches()
+
+    def chunks(batches):
+        # Arrow's set look-ups (is_in, index_in) hash their value set on every call: the night's sets
+        # hold up to a few hundred thousand strings (the correction entries), so they are called once
+        # per SCAN_CHUNK_LISTS lists, not once per Arrow batch of 10,000
+        buf, n = [], 0
+        for b in batches:
+            buf.append(b)
+            n += b.num_rows
+            if n >= SCAN_CHUNK_LISTS:
+                yield pa.Table.from_batches(buf).combine_chunks().to_batches()[0]
+                buf, n = [], 0
+        if n:
+            yield pa.Table.from_batches(buf).combine_chunks().to_batches()[0]
 
     def scan(batches):
         got = sets.value
         blocking_a, back_from, back_to, skip_a = got["blocking"], got["back_from"], got["back_to"], got["skip"]
         fp_a, key_codes, pair_codes = got["fp"], got["key_codes"], got["pair_codes"]
         held_refs, held_codes = [], []
-        for b in batches:
+        for b in chunks(batches):
             ids, lists = b.column("record_id"), b.column("tokens")
             parents = pc.list_parent_indices(lists)
             values = pc.list_flatten(lists).cast(pa.string())

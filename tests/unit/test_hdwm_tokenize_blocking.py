@@ -6,7 +6,7 @@ import pytest
 
 from hdwm.blocking import block_stats, build_blocks, group_stats
 from hdwm.config import LinkageProfile
-from hdwm.frequency import apply_corrections, correction_map, token_frequencies
+from hdwm.frequency import DELETION_KEYS_COMPILED, apply_corrections, correction_map, deletion_keys, token_frequencies
 from hdwm.tokenizer import tokenize
 
 pytestmark = pytest.mark.spark
@@ -61,6 +61,21 @@ def test_correction_prefers_the_most_frequent_standard_token_then_the_smallest(s
     tokens = spark.createDataFrame(rows, "record_id string, tokens array<string>")
     cmap = correction_map(token_frequencies(tokens), prof).collect()
     assert sorted(map(tuple, cmap)) == [("JONEX", "JONES"), ("SMIHT", "SMITH"), ("SMITX", "SMITH")]
+
+
+def test_deletion_keys_are_every_one_character_deletion_at_any_length(spark):
+    # the compiled form (up to DELETION_KEYS_COMPILED characters) and the lambda form (longer tokens)
+    # must give the same keys: a token and every string with one character removed
+    words = ["A", "AB", "ABA", "SMITH", "AAAA", "X" * DELETION_KEYS_COMPILED,
+             "ABCDEFGHIJKLMNOPQRSTUVWXY"[:DELETION_KEYS_COMPILED] + "Z",
+             "LONGHYPHENATEDSURNAMEWITHMORELETTERS", "ÉMILE"]
+    got = spark.createDataFrame([(w,) for w in words], "t string").select(
+        "t", deletion_keys("t").alias("k")).collect()
+    for row in got:
+        want = {row.t} | {row.t[:i] + row.t[i + 1:] for i in range(len(row.t))}
+        assert {k for k in row.k if k is not None} == want, row.t
+        assert len([k for k in row.k if k is not None]) == len(want), row.t  # each key once
+        assert len(row.k) - len(want) <= 1, row.t  # at most one null
 
 
 def _refs(spark, rows):

@@ -418,10 +418,16 @@ def test_the_engine_links_a_subset_the_same_with_the_subsets_counts(spark):
     assert any(len(g) > 1 for g in both[0])  # something was linked
 
 
-def test_the_arrow_scan_reads_corrected_registry_tokens_as_the_joins_do(spark):
+@pytest.mark.parametrize("chunk", [None, 7], ids=["one-chunk", "chunks-of-7-lists"])
+def test_the_arrow_scan_reads_corrected_registry_tokens_as_the_joins_do(spark, monkeypatch, chunk):
     # registry references written with misspellings of frequent words (SMIHT, JOHM: rare, one edit from
     # a standard token) are read corrected, both for the shared blocking tokens and for the holders of
-    # the night's frequent-pair keys; the Arrow pass must give exactly the joins' rows
+    # the night's frequent-pair keys; the Arrow pass must give exactly the joins' rows, whether it cuts
+    # a partition's lists in one chunk or in many (a key's holders then span chunks)
+    import hdwm.incremental
+
+    if chunk is not None:
+        monkeypatch.setattr(hdwm.incremental, "SCAN_CHUNK_LISTS", chunk)
     import random
 
     from hdwm.frequency import apply_corrections, corrected_frequencies, correction_map
