@@ -137,8 +137,8 @@ def frequencies_for(freq: DataFrame, tokens: DataFrame, col: str = "tokens") -> 
     return freq.join(F.broadcast(wanted), "token", "left_semi")
 
 
-def subset_frequencies(freq: DataFrame, cmap: DataFrame | None, night_tok: DataFrame, reg_tok: DataFrame,
-                       neigh: DataFrame, eff: LinkageProfile) -> tuple[DataFrame, DataFrame | None]:
+def subset_frequencies(freq: DataFrame, cmap: DataFrame | None, night_tok: DataFrame, neigh_tok: DataFrame,
+                       eff: LinkageProfile) -> tuple[DataFrame, DataFrame | None]:
     """The population's raw counts and correction map cut to what the engine
     reads when it links the night and its neighbourhood: the same clusters as
     with the whole tables, at the cost of the subset's vocabulary.
@@ -159,15 +159,15 @@ def subset_frequencies(freq: DataFrame, cmap: DataFrame | None, night_tok: DataF
         freq: (``token``, ``freq``) raw population counts after the night.
         cmap: (``token``, ``replacement``) ``correction_map(freq)`` or None.
         night_tok: (``record_id``, ``tokens``) the night's raw tokens.
-        reg_tok: (``record_id`` = ref_key, ``tokens``) the registry's raw tokens.
-        neigh: the neighbourhood members linked with the night (``ref_key``).
+        neigh_tok: (``record_id`` = ref_key, ``tokens``) the raw tokens of the
+            neighbourhood members linked with the night: tokenised from their
+            texts by the caller (a few thousand references), which gives the
+            stored tokens of the same profile without scanning every stored list.
     Returns: (counts, map) cut to the subset; the engine's figures of distinct
     and corrected tokens then count the subset's vocabulary.
     """
     if cmap is None and eff.runGlobalCorrection:
         return freq, cmap
-    neigh_tok = reg_tok.join(F.broadcast(neigh.select(F.col("ref_key").alias("record_id"))), "record_id",
-                             "left_semi")
     raw = _freeze(night_tok.select(F.explode("tokens").alias("token"))
                   .unionByName(neigh_tok.select(F.explode("tokens").alias("token"))).distinct())
     if cmap is None:
@@ -962,7 +962,8 @@ def link_night(spark: SparkSession, base: RegistryVersion, night: DataFrame, ds:
     if first:  # every token is the night's: the counts and the map are already what the subset needs
         sub_freq, sub_cmap = freq, cmap
     else:
-        sub_freq, sub_cmap = subset_frequencies(freq, cmap, night_tok, reg_tok, neigh, eff)
+        neigh_tok = tokenize(neigh.select(F.col("ref_key").alias("record_id"), "text"), profile)
+        sub_freq, sub_cmap = subset_frequencies(freq, cmap, night_tok, neigh_tok, eff)
     clusters, emetrics, pairs = engine_link(spark, sub, profile, sub_freq, n_total, must, cannot, checkpoint_dir,
                                             correction=sub_cmap)
     if followers is not None:
@@ -1133,7 +1134,8 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
         night_tok = _freeze(apply_corrections(night_tok.select("record_id", "tokens"), correction,
                                               profile.removeDuplicateTokens))
         freq = _freeze(corrected_frequencies(freq, correction))
-    sh = _shared_token_inputs(base_mem, night_tok, freq, eff, profile, reg_tok, correction)
+    sh = _shared_token_inputs(base_mem, night_tok, freq, eff, profile, reg_tok, correction,
+                              rare_only=neighbourhood == "scored")
     night_bt, reg_tok, reg_bt = sh.night_bt, sh.reg_tok, sh.reg_bt
     if neighbourhood == "ranked":
         extra = _frequent_pair_matches(sh, night_tok, freq, eff)
@@ -1212,7 +1214,8 @@ SCAN_CHUNK_LISTS = 200_000
 _SCAN_SCHEMA = "ref_key string, kind int, value string, n long"
 
 
-def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: int, pair_keys=None) -> DataFrame:
+def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: int, pair_keys=None,
+                      emit=None) -> DataFrame:
     """One pass over the registry's token lists (``record_id`` = ref_key,
     ``tokens``) in the executors (``mapInArrow``, vectorised with
     ``pyarrow.compute``): each list is corrected (``back``: raw token →
@@ -1230,7 +1233,9 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
 
     With ``pair_keys`` (sorted pairs ``"a b"``, a < b, of blocking tokens
     that a night reference holds together), each list's pairs of kept
-    blocking tokens among them are returned too (``key_matches``).
+    blocking tokens among them are returned too (``key_matches``). With
+    ``emit`` (strings, a subset of ``blocking``) the kind 0 rows are those of
+    its tokens only; the pairs still see every blocking token.
 
     Returns DataFrame(``ref_key``, ``kind``, ``value``, ``n``): kind 0 rows
     (reference, blocking token), kind 1 rows (reference, frequent-pair key)
@@ -1266,7 +1271,8 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
                         pc.index_in(pc.list_element(pparts, 1), value_set=blocking_a).cast(pa.int64()))
     sets = reg_tok.sparkSession.sparkContext.broadcast({
         "blocking": blocking_a, "back_from": arr(back[0]), "back_to": arr(back[1]), "skip": arr(skip),
-        "fp": fp_a, "key_codes": pc.add(pc.multiply(first, width), second), "pair_codes": pc.drop_null(pair_codes)})
+        "fp": fp_a, "key_codes": pc.add(pc.multiply(first, width), second), "pair_codes": pc.drop_null(pair_codes),
+        "emit": None if emit is None else pc.unique(arr(emit))})
     out_schema = pa.schema([("ref_key", pa.string()), ("kind", pa.int32()), ("value", pa.string()),
                             ("n", pa.int64())])
 
@@ -1298,7 +1304,7 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
     def scan(batches):
         got = sets.value
         blocking_a, back_from, back_to, skip_a = got["blocking"], got["back_from"], got["back_to"], got["skip"]
-        fp_a, key_codes, pair_codes = got["fp"], got["key_codes"], got["pair_codes"]
+        fp_a, key_codes, pair_codes, emit_a = got["fp"], got["key_codes"], got["pair_codes"], got["emit"]
         held_refs, held_codes = [], []
         for b in chunks(batches):
             ids, lists = b.column("record_id"), b.column("tokens")
@@ -1308,7 +1314,8 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
                 values = pc.coalesce(pc.take(back_to, pc.index_in(values, value_set=back_from)), values)
             t = pa.table({"p": parents, "t": values})
             bt = t.filter(pc.is_in(t["t"], value_set=blocking_a)).group_by(["p", "t"]).aggregate([])
-            yield from rows(pc.take(ids, bt["p"]), bt["t"], 0)
+            out = bt if emit_a is None else bt.filter(pc.is_in(bt["t"], value_set=emit_a))
+            yield from rows(pc.take(ids, out["p"]), out["t"], 0)
             if len(pair_codes):
                 bc = pa.table({"p": bt["p"], "c": pc.index_in(bt["t"], value_set=blocking_a)})
                 j = bc.join(bc, "p", join_type="inner", right_suffix="_2")
@@ -1377,8 +1384,16 @@ class SharedTokens:
 
 def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
                          profile: LinkageProfile, reg_tok: DataFrame | None = None,
-                         correction: DataFrame | None = None, scan_limit: int = SCAN_SET_LIMIT) -> SharedTokens:
+                         correction: DataFrame | None = None, scan_limit: int = SCAN_SET_LIMIT,
+                         rare_only: bool = False) -> SharedTokens:
     """Compute ``SharedTokens`` (``reg_tok`` None: tokenise ``base_mem``'s texts).
+
+    ``rare_only``: the caller reads ``reg_bt`` only for the blocking tokens
+    that block alone (``key_matches`` with pair keys: frequency at most
+    ``hdwm.blocking.rare_token_limit``), so when the Arrow pass forms the pair
+    keys (``reg_pk`` not None) ``reg_rows`` and ``reg_bt`` hold those tokens
+    only. At 3M stored references a night's blocking tokens have about seven
+    million holders, its rare ones a few percent of that.
 
     With ``correction`` (``token``, ``replacement``; ``night_tok`` and ``freq``
     already corrected by it) the registry's raw tokens are corrected as they
@@ -1421,8 +1436,16 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     sets = _night_sets(night_bt, back, night_fp, night_tok, eff, scan_limit) if eff.minBlkTokenLen >= 2 else None
     reg_fp = reg_pk = None
     if sets is not None:
-        *scan_sets, pair_keys = sets
-        scanned = _freeze(_scan_token_lists(reg_tok, *scan_sets, cap=eff.frequentPairMaxBlock, pair_keys=pair_keys))
+        *scan_sets, pair_keys, counts = sets
+        emit = None
+        if rare_only and pair_keys is not None and eff.blockByPairs and getattr(eff, "rareTokenBlocks", False):
+            import pyarrow.compute as pc
+
+            from .blocking import rare_token_limit
+
+            emit = pc.filter(counts.column("token"), pc.less_equal(counts.column("freq"), rare_token_limit(eff)))
+        scanned = _freeze(_scan_token_lists(reg_tok, *scan_sets, cap=eff.frequentPairMaxBlock, pair_keys=pair_keys,
+                                            emit=emit))
         reg_rows = scanned.filter(F.col("kind") == 0).select("ref_key", F.col("value").alias("token"))
         if pair_keys is not None:
             reg_pk = scanned.filter(F.col("kind") == 3).select("ref_key", F.col("value").alias("block_key"))
@@ -1451,14 +1474,15 @@ def _night_sets(night_bt: DataFrame, back: DataFrame | None, night_fp: DataFrame
     """The night's sets for ``_scan_token_lists`` on the driver, as Arrow
     arrays: (blocking tokens, (raw tokens, replacements) of the correction
     entries, frequent-pair keys, the night's references when it has keys,
-    its pairs of blocking tokens with ``blockByPairs`` else None), or None
+    its pairs of blocking tokens with ``blockByPairs`` else None, and the
+    blocking tokens with their counts as an Arrow table ``token``, ``freq``), or None
     when one holds more than ``limit`` strings (logged); pairs of blocking
     tokens above the limit are left out (None) and the rest is shipped. A key the
     night's own references hold more than ``frequentPairMaxBlock`` times is
     left out: the cap drops it whatever the registry holds."""
     import pyarrow as pa
 
-    frames = {"blocking tokens": night_bt.select("token").distinct()}
+    frames = {"blocking tokens": night_bt.select("token", "freq").distinct()}  # one count per token
     if back is not None:
         frames["correction entries"] = back.select("token", "replacement")
     if night_fp is not None:
@@ -1485,7 +1509,8 @@ def _night_sets(night_bt: DataFrame, back: DataFrame | None, night_fp: DataFrame
             (corr.column(0), corr.column(1)) if corr is not None else (empty, empty),
             got["frequent-pair keys"].column(0) if night_fp is not None else empty,
             got["night references"].column(0) if night_fp is not None else empty,
-            got["pairs of blocking tokens"].column(0) if "pairs of blocking tokens" in got else None)
+            got["pairs of blocking tokens"].column(0) if "pairs of blocking tokens" in got else None,
+            got["blocking tokens"])
 
 
 def neighbourhood_ranks(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,

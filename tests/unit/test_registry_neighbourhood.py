@@ -398,7 +398,8 @@ def test_the_engine_links_a_subset_the_same_with_the_subsets_counts(spark):
     neigh = pop.filter(F.col("ref_key").rlike(r"^a\|[0-4]-[01]$"))  # holds MAPEL
     tok = tokenize(pop.withColumnRenamed("ref_key", "record_id"), profile)
     night_tok = tok.join(night.select(F.col("ref_key").alias("record_id")), "record_id", "left_semi")
-    sub_freq, sub_cmap = subset_frequencies(freq, cmap, night_tok, tok, neigh, eff)
+    neigh_tok = tokenize(neigh.withColumnRenamed("ref_key", "record_id"), profile)
+    sub_freq, sub_cmap = subset_frequencies(freq, cmap, night_tok, neigh_tok, eff)
     assert sub_freq.count() < freq.count() and sub_cmap.count() == 3  # really cut: WALKRE is not needed
     # the corrected counts of every token the subset holds are the population's
     whole = {r.token: r.freq for r in corrected_frequencies(freq, cmap).collect()}
@@ -517,6 +518,12 @@ def test_key_matches_through_pair_keys_equal_those_through_single_tokens(spark):
                                  for r in key_matches(sh.night_bt, sh.reg_bt, eff, None, pk).collect())
     assert got[True] == got[False]
     assert len(got[True]) > 50
+    # the scored rule reads the stored holders of the rare blocking tokens only: the scan returns just
+    # those, and the pairs and weights stay the same
+    rare = _shared_token_inputs(base_mem, nt, fq, eff, prof, rt, rare_only=True)
+    assert rare.reg_pk is not None and 0 < rare.reg_bt.count() < sh.reg_bt.count()
+    assert sorted((r.night_key, r.ref_key, round(r.weight, 9))
+                  for r in key_matches(rare.night_bt, rare.reg_bt, eff, None, rare.reg_pk).collect()) == got[True]
     # a night whose pairs of blocking tokens are too many to ship still scans, and joins single tokens
     part = _shared_token_inputs(base_mem, nt, fq, eff, prof, rt,
                                 scan_limit=sh.night_bt.select("token").distinct().count())
