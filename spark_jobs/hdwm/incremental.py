@@ -1145,7 +1145,7 @@ def candidate_references(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
         return scored_candidates(night_bt, reg_bt, base_mem, night_tok, reg_tok, freq, eff,
                                  top_entities, extra, pool=profile.registryScoredPool,
                                  members=profile.registryScoredMembers, correction=correction,
-                                 reg_pk=sh.reg_pk).distinct()
+                                 reg_pk=sh.reg_pk, reg_lists=sh.reg_lists).distinct()
     if neighbourhood in ("block_key", "pair_key") and eff.blockByPairs:
         def keys(bt):
             k = night_pair_keys(bt).withColumnRenamed("night_key", "ref_key")
@@ -1210,12 +1210,12 @@ SCAN_CHUNK_LISTS = 200_000
 
 #: the rows ``_scan_token_lists`` returns: kind 0 a blocking token, 1 a frequent-pair key, 2 a key
 #: held more than the cap within one partition (``ref_key`` null, ``n`` its holders there), 3 a pair
-#: of blocking tokens that a night reference also holds
+#: of blocking tokens that a night reference also holds, 4 a returned reference's token list
 _SCAN_SCHEMA = "ref_key string, kind int, value string, n long"
 
 
 def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: int, pair_keys=None,
-                      emit=None) -> DataFrame:
+                      emit=None, lists: bool = False) -> DataFrame:
     """One pass over the registry's token lists (``record_id`` = ref_key,
     ``tokens``) in the executors (``mapInArrow``, vectorised with
     ``pyarrow.compute``): each list is corrected (``back``: raw token →
@@ -1235,12 +1235,16 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
     that a night reference holds together), each list's pairs of kept
     blocking tokens among them are returned too (``key_matches``). With
     ``emit`` (strings, a subset of ``blocking``) the kind 0 rows are those of
-    its tokens only; the pairs still see every blocking token.
+    its tokens only; the pairs still see every blocking token. With
+    ``lists``, every reference returned in a row of kind 0, 1 (before the
+    cap) or 3 is also returned once as a kind 4 row: its stored (raw) token
+    list, joined by spaces (a token never holds one, ``hdwm.tokenizer``).
 
     Returns DataFrame(``ref_key``, ``kind``, ``value``, ``n``): kind 0 rows
-    (reference, blocking token), kind 1 rows (reference, frequent-pair key)
-    and kind 3 rows (reference, pair of blocking tokens), each distinct,
-    ``n`` 1; kind 2 rows (null, key, holders in the partition).
+    (reference, blocking token), kind 1 rows (reference, frequent-pair key),
+    kind 3 rows (reference, pair of blocking tokens) and kind 4 rows
+    (reference, token list), each distinct, ``n`` 1; kind 2 rows (null, key,
+    holders in the partition).
 
     No shuffle: the explode, the joins and the per-reference regrouping it
     replaces (``_shared_token_inputs``' fallback) were the two largest steps
@@ -1308,6 +1312,7 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
         held_refs, held_codes = [], []
         for b in chunks(batches):
             ids, lists = b.column("record_id"), b.column("tokens")
+            found = []  # the chunk's references returned in a row (their list positions)
             parents = pc.list_parent_indices(lists)
             values = pc.list_flatten(lists).cast(pa.string())
             if len(back_from):
@@ -1316,6 +1321,7 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
             bt = t.filter(pc.is_in(t["t"], value_set=blocking_a)).group_by(["p", "t"]).aggregate([])
             out = bt if emit_a is None else bt.filter(pc.is_in(bt["t"], value_set=emit_a))
             yield from rows(pc.take(ids, out["p"]), out["t"], 0)
+            found.append(out["p"])
             if len(pair_codes):
                 bc = pa.table({"p": bt["p"], "c": pc.index_in(bt["t"], value_set=blocking_a)})
                 j = bc.join(bc, "p", join_type="inner", right_suffix="_2")
@@ -1324,6 +1330,7 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
                 j = j.filter(pc.is_in(pair, value_set=pair_codes))
                 text = pc.binary_join_element_wise(pc.take(blocking_a, j["c"]), pc.take(blocking_a, j["c_2"]), " ")
                 yield from rows(pc.take(ids, j["p"]), text, 3)
+                found.append(j["p"])
             if len(key_codes):
                 c = pc.index_in(t["t"], value_set=fp_a)
                 keep = pc.is_valid(c)
@@ -1335,6 +1342,12 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
                 hit = pc.and_(pc.not_equal(j["c"], j["c_2"]), pc.is_in(pair, value_set=key_codes))
                 held_refs.append(pc.take(ids, pc.filter(j["p"], hit)).cast(pa.string()))
                 held_codes.append(pc.filter(pair, hit))
+                found.append(pc.filter(j["p"], hit))
+            if want_lists and found:
+                at = pc.unique(pa.chunked_array([x.cast(pa.int64()) for a in found
+                                                 for x in getattr(a, "chunks", [a])], pa.int64()))
+                if len(at):
+                    yield from rows(pc.take(ids, at), pc.binary_join(pc.take(lists, at), " "), 4)
         if held_codes:
             h = pa.table({"r": pa.chunked_array([x for r in held_refs for x in getattr(r, "chunks", [r])],
                                                 pa.string()),
@@ -1348,6 +1361,7 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
             h = h.filter(pc.invert(pc.is_in(h["k"], value_set=over["k"].combine_chunks())))
             yield from rows(h["r"], key_text(h["k"]), 1)
 
+    want_lists = bool(lists)
     return reg_tok.select("record_id", "tokens").mapInArrow(scan, _SCAN_SCHEMA)
 
 
@@ -1371,7 +1385,10 @@ class SharedTokens:
     forms them from ``reg_rows``; ``reg_pk``: (``ref_key``, ``block_key``) the
     registry references' sorted pairs of blocking tokens that a night
     reference holds too (``night_pair_keys``), from the same pass, or None
-    (``key_matches`` then joins single tokens)."""
+    (``key_matches`` then joins single tokens); ``reg_lists``: (``record_id``,
+    ``tokens``) the stored token lists of every registry reference in
+    ``reg_rows``, ``reg_fp`` or ``reg_pk``, from the same pass when it ran
+    with ``rare_only``, else None (the scored rule then reads ``reg_tok``)."""
 
     night_bt: DataFrame
     reg_tok: DataFrame
@@ -1380,6 +1397,7 @@ class SharedTokens:
     night_fp: DataFrame | None
     reg_fp: DataFrame | None = None
     reg_pk: DataFrame | None = None
+    reg_lists: DataFrame | None = None
 
 
 def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
@@ -1393,7 +1411,9 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
     ``hdwm.blocking.rare_token_limit``), so when the Arrow pass forms the pair
     keys (``reg_pk`` not None) ``reg_rows`` and ``reg_bt`` hold those tokens
     only. At 3M stored references a night's blocking tokens have about seven
-    million holders, its rare ones a few percent of that.
+    million holders, its rare ones a few percent of that. The same pass then
+    returns the stored token lists of the references it found (``reg_lists``),
+    which the scored rule compares, instead of a second scan of every list.
 
     With ``correction`` (``token``, ``replacement``; ``night_tok`` and ``freq``
     already corrected by it) the registry's raw tokens are corrected as they
@@ -1434,7 +1454,7 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
         back = _freeze(correction.join(F.broadcast(wanted.withColumnRenamed("token", "replacement")),
                                        "replacement", "left_semi").select("token", "replacement"))
     sets = _night_sets(night_bt, back, night_fp, night_tok, eff, scan_limit) if eff.minBlkTokenLen >= 2 else None
-    reg_fp = reg_pk = None
+    reg_fp = reg_pk = reg_lists = None
     if sets is not None:
         *scan_sets, pair_keys, counts = sets
         emit = None
@@ -1445,7 +1465,10 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
 
             emit = pc.filter(counts.column("token"), pc.less_equal(counts.column("freq"), rare_token_limit(eff)))
         scanned = _freeze(_scan_token_lists(reg_tok, *scan_sets, cap=eff.frequentPairMaxBlock, pair_keys=pair_keys,
-                                            emit=emit))
+                                            emit=emit, lists=emit is not None))
+        if emit is not None:
+            reg_lists = scanned.filter(F.col("kind") == 4).select(F.col("ref_key").alias("record_id"),
+                                                                  F.split("value", " ").alias("tokens"))
         reg_rows = scanned.filter(F.col("kind") == 0).select("ref_key", F.col("value").alias("token"))
         if pair_keys is not None:
             reg_pk = scanned.filter(F.col("kind") == 3).select("ref_key", F.col("value").alias("block_key"))
@@ -1466,7 +1489,7 @@ def _shared_token_inputs(base_mem: DataFrame, night_tok: DataFrame, freq: DataFr
                                .join(F.broadcast(back), "token", "left")
                                .select("ref_key", F.coalesce("replacement", "token").alias("token")).distinct())
     reg_bt = reg_rows.join(night_bt.select("token", "freq").distinct(), "token")
-    return SharedTokens(night_bt, reg_tok, reg_bt, reg_rows, night_fp, reg_fp, reg_pk)
+    return SharedTokens(night_bt, reg_tok, reg_bt, reg_rows, night_fp, reg_fp, reg_pk, reg_lists)
 
 
 def _night_sets(night_bt: DataFrame, back: DataFrame | None, night_fp: DataFrame | None, night_tok: DataFrame,
@@ -1741,7 +1764,8 @@ def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
                       reg_tok: DataFrame, freq: DataFrame, eff: LinkageProfile,
                       top_entities: int = TOP_ENTITIES, extra: DataFrame | None = None,
                       pool: int = SCORED_POOL, members: int = SCORED_MEMBERS,
-                      correction: DataFrame | None = None, reg_pk: DataFrame | None = None) -> DataFrame:
+                      correction: DataFrame | None = None, reg_pk: DataFrame | None = None,
+                      reg_lists: DataFrame | None = None) -> DataFrame:
     """The ``scored`` neighbourhood: the ``ranked`` pool re-ranked by the engine's
     own comparator.
 
@@ -1773,7 +1797,12 @@ def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     ``freq`` are already corrected and the registry members scored are
     corrected by it before their comparison tokens are built, so the score is
     the engine's after its global correction; ``reg_pk`` the registry's pairs
-    of blocking tokens a night reference holds too (``key_matches``).
+    of blocking tokens a night reference holds too (``key_matches``);
+    ``reg_lists`` (``record_id``, ``tokens``) the stored token lists of at
+    least every registry reference ``key_matches`` can return
+    (``SharedTokens.reg_lists``): read instead of ``reg_tok``, so the
+    compared members' tokens do not cost a scan of every stored list. A
+    reference the night sends again is compared with its night tokens only.
 
     Returns: DataFrame(``ref_key``): one registry reference per kept entity.
 
@@ -1800,7 +1829,11 @@ def scored_candidates(night_bt: DataFrame, reg_bt: DataFrame, base_mem: DataFram
     # comparison starts from one stored frame as the engine's does (hdwm.pipeline): plans mixing the
     # union or the Python UDF with these windows and joins failed under AQE, on night 7 of a 10-night
     # run and on night 30 of a 30-night run ("Can't zip RDDs with unequal numbers of partitions")
-    reg_part = reg_tok.select("record_id", "tokens").join(F.broadcast(involved), "record_id", "left_semi")
+    # a registry reference the night sends again is compared with its night tokens: one row per id
+    stored_ids = (pairs.select(F.col("ref_key").alias("record_id")).distinct()
+                  .join(night_tok.select("record_id"), "record_id", "left_anti"))
+    reg_part = (reg_tok if reg_lists is None else reg_lists).select("record_id", "tokens").join(
+        F.broadcast(stored_ids), "record_id", "left_semi")
     if correction is not None:
         reg_part = apply_corrections(reg_part, correction, eff.removeDuplicateTokens)
     toks = _freeze(night_tok.select("record_id", "tokens").join(involved, "record_id", "left_semi")

@@ -536,3 +536,43 @@ def test_key_matches_through_pair_keys_equal_those_through_single_tokens(spark):
     shared = [bt[n] & bt[r] for n, r, _ in got[True]]
     assert any(len(s) == 1 and counts[next(iter(s))] <= limit for s in shared)
     assert any(len(s) >= 3 for s in shared)
+
+
+def test_the_scored_rule_compares_the_scans_lists_as_it_compares_every_stored_list(spark):
+    # with rare_only the scan returns the stored token lists of the references it found, and the scored
+    # rule compares those instead of reading every stored list again: the same entities are kept, also
+    # for a reference the night sends again (compared with its night tokens either way)
+    import random
+
+    from hdwm.incremental import _shared_token_inputs, scored_candidates
+
+    rnd = random.Random(23)
+    vocab = [f"W{i:02d}QX" for i in range(60)]
+    weights = [1.0 / (i + 1) for i in range(60)]
+
+    def ref():
+        return list(dict.fromkeys(rnd.choices(vocab, weights, k=8)))
+
+    registry = {f"r|{i}": ref() for i in range(200)}
+    night = {}
+    for i in range(30):  # near copies of stored references: one token changed
+        toks = list(registry[f"r|{i * 6}"])
+        toks[rnd.randrange(len(toks))] = rnd.choice(vocab)
+        night[f"n|{i}"] = list(dict.fromkeys(toks))
+    night.update({f"n|x{i}": ref() for i in range(10)})
+    night["r|5"] = registry["r|5"][:-1] + ["W59QX"]  # sent again with another token
+    n, _, base_mem, rt, nt, fq = _token_frames(spark, registry, night)
+    prof = load_profile("default")
+    eff = prof.effective(n).model_copy(
+        update={"beta": 40, "blockByPairs": True, "rareTokenBlocks": True, "frequentPairMaxBlock": 0})
+    got = []
+    for rare_only in (False, True):
+        sh = _shared_token_inputs(base_mem, nt, fq, eff, prof, rt, rare_only=rare_only)
+        assert (sh.reg_lists is not None) == rare_only
+        got.append(sorted(r.ref_key for r in scored_candidates(
+            sh.night_bt, sh.reg_bt, base_mem, nt, rt, fq, eff, top_entities=2, pool=4, members=2,
+            reg_pk=sh.reg_pk, reg_lists=sh.reg_lists).collect()))
+    assert got[0] == got[1]
+    # the near copies' stored references are found (the entity of a reference sent again is relinked by
+    # link_night whatever the rule returns)
+    assert len({f"r|{i * 6}" for i in range(30)} & set(got[0])) >= 20
