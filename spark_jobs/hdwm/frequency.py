@@ -39,6 +39,22 @@ def raw_frequencies(refs: DataFrame, profile: LinkageProfile) -> DataFrame:
 DELETION_KEYS_COMPILED = 24
 
 
+def deletion_sequence(col: str):
+    """Column array<string>: the token in ``col`` at index 0, then at index i
+    (1-based) the token with its i-th character deleted; duplicates kept, so
+    an element's index is its deletion's position. Tokens of up to
+    ``DELETION_KEYS_COMPILED`` characters are padded with nulls to that many
+    deletions (compiled expressions); a longer token's array is built by a
+    lambda over its positions."""
+    short = ", ".join(f"IF(length({col}) >= {i}, concat(substring({col}, 1, {i - 1}), substring({col}, {i + 1})), NULL)"
+                      for i in range(1, DELETION_KEYS_COMPILED + 1))
+    return F.expr(
+        f"CASE WHEN length({col}) <= {DELETION_KEYS_COMPILED} THEN array({col}, {short}) "
+        f"ELSE concat(array({col}), transform(sequence(1, length({col})), "
+        f"i -> concat(substring({col}, 1, i - 1), substring({col}, i + 1)))) END"
+    )
+
+
 def deletion_keys(col: str):
     """Column array<string>: the token in ``col`` plus every one-character deletion.
 
@@ -51,13 +67,7 @@ def deletion_keys(col: str):
     hold one null (the deletions past the token's end); an equi-join on the
     keys never matches it. The keys themselves are the same for every length.
     """
-    short = ", ".join(f"IF(length({col}) >= {i}, concat(substring({col}, 1, {i - 1}), substring({col}, {i + 1})), NULL)"
-                      for i in range(1, DELETION_KEYS_COMPILED + 1))
-    return F.expr(
-        f"CASE WHEN length({col}) <= {DELETION_KEYS_COMPILED} THEN array_distinct(array({col}, {short})) "
-        f"ELSE array_distinct(concat(array({col}), transform(sequence(1, length({col})), "
-        f"i -> concat(substring({col}, 1, i - 1), substring({col}, i + 1))))) END"
-    )
+    return F.array_distinct(deletion_sequence(col))
 
 
 def one_edit_apart(a: str, b: str):
@@ -83,8 +93,14 @@ def correction_map(freq: DataFrame, profile: LinkageProfile) -> DataFrame:
 
     A token with ``freq ≤ maxFreqErrToken`` is replaced by a standard token
     with ``freq ≥ minFreqStdToken`` and ``length ≥ minLenStdToken`` exactly one
-    Damerau–Levenshtein edit away (``one_edit_apart``: Spark's ``levenshtein`` plus an
-    adjacent-swap test, no Python UDF).
+    Damerau–Levenshtein edit away (optimal string alignment, as
+    ``one_edit_apart``), found without computing a distance: the two share a
+    deletion key (``deletion_sequence``) at positions i (rare) and j
+    (standard), 0 for the token itself, and are one edit apart exactly when
+    one of the two is 0 (an insertion or deletion), i = j (a substitution at
+    i), or |i − j| = 1 with the same character deleted from both (a swap of
+    two adjacent characters). Two tokens one edit apart share a key at such
+    positions, and keys shared at other positions do not decide the pair.
     washline choices: all-digit tokens are never corrected (a zip or phone
     one digit off is a different value), the error token must also be at least
     ``minLenStdToken`` long, and among several candidates the most frequent
@@ -109,17 +125,21 @@ def correction_map(freq: DataFrame, profile: LinkageProfile) -> DataFrame:
             & (F.length("token") >= profile.minLenStdToken)
             & ~F.col("token").rlike(r"^\d+$")
         )
-        .select("token", F.explode(deletion_keys("token")).alias("k"))
+        .select("token", F.posexplode(deletion_sequence("token")).alias("i", "k"))
         .filter(F.col("k").isNotNull())
     )
-    std = freq.filter(
-        (F.col("freq") >= profile.minFreqStdToken) & (F.length("token") >= profile.minLenStdToken)
-    ).select(F.col("token").alias("std"), F.col("freq").alias("std_freq"), F.explode(deletion_keys("token")).alias("k")).filter(F.col("k").isNotNull())
+    std = (freq.filter((F.col("freq") >= profile.minFreqStdToken) & (F.length("token") >= profile.minLenStdToken))
+           .select(F.col("token").alias("std"), F.col("freq").alias("std_freq"),
+                   F.posexplode(deletion_sequence("token")).alias("j", "k"))
+           .filter(F.col("k").isNotNull()))
     std = broadcast_if_small(std, std.count())
 
     # one aggregation picks the most frequent standard token, then the smallest: a pair sharing several
     # deletion keys appears several times, which min_by does not mind (no distinct, no second pass)
-    cands = rare.join(std, "k").filter(one_edit_apart("token", "std"))
+    i, j = F.col("i"), F.col("j")
+    one_edit = ((i == 0) | (j == 0) | (i == j)
+                | ((F.abs(i - j) == 1) & (F.expr("substring(token, i, 1)") == F.expr("substring(std, j, 1)"))))
+    cands = rare.join(std, "k").filter(one_edit)
     return cands.groupBy("token").agg(F.expr("min_by(std, struct(-std_freq, std))").alias("replacement"))
 
 

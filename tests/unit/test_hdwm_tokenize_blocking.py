@@ -78,6 +78,45 @@ def test_deletion_keys_are_every_one_character_deletion_at_any_length(spark):
         assert len(row.k) - len(want) <= 1, row.t  # at most one null
 
 
+def _osa(a: str, b: str) -> int:
+    """Optimal string alignment distance (Damerau–Levenshtein without repeated edits of a substring)."""
+    d = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a) + 1):
+        d[i][0] = i
+    for j in range(len(b) + 1):
+        d[0][j] = j
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[len(a)][len(b)]
+
+
+def test_correction_map_equals_a_brute_force_over_every_pair(spark):
+    # a small alphabet makes every kind of one-edit pair (insertions, deletions, substitutions, adjacent
+    # swaps, repeated letters) and many two-edit pairs that share a deletion key; the map must be exactly
+    # the DWM25 rule evaluated over all pairs with an edit distance computed in Python
+    import random
+
+    rnd = random.Random(3)
+    vocab = {"".join(rnd.choice("ABC") for _ in range(rnd.randint(2, 6))) for _ in range(400)}
+    vocab |= {"ABCABCABCABCABCABCABCABCAB", "ABCABCABCABCABCABCABCABCBA"}  # past the compiled length
+    freq = {t: rnd.choice([1, 1, 2, 3, 5, 6, 9]) for t in sorted(vocab)}
+    prof = LinkageProfile(minFreqStdToken=5, maxFreqErrToken=3, minLenStdToken=3)
+    want = {}
+    for r, fr in freq.items():
+        if fr > 3 or len(r) < 3 or r.isdigit():
+            continue
+        cands = [(-fs, s) for s, fs in freq.items() if fs >= 5 and len(s) >= 3 and _osa(r, s) == 1]
+        if cands:
+            want[r] = min(cands)[1]
+    df = spark.createDataFrame(sorted(freq.items()), "token string, freq long")
+    got = dict(map(tuple, correction_map(df, prof).collect()))
+    assert got == want
+    assert len(want) > 30 and any(len(k) != len(v) for k, v in want.items())
+
+
 def _refs(spark, rows):
     return spark.createDataFrame(rows, "record_id string, tokens array<string>")
 
