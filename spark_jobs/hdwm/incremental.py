@@ -1347,7 +1347,9 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
                 at = pc.unique(pa.chunked_array([x.cast(pa.int64()) for a in found
                                                  for x in getattr(a, "chunks", [a])], pa.int64()))
                 if len(at):
-                    yield from rows(pc.take(ids, at), pc.binary_join(pc.take(lists, at), " "), 4)
+                    # binary_join has no kernel for lists of non-null strings (tokenised lists are)
+                    yield from rows(pc.take(ids, at),
+                                    pc.binary_join(pc.take(lists, at).cast(pa.list_(pa.string())), " "), 4)
         if held_codes:
             h = pa.table({"r": pa.chunked_array([x for r in held_refs for x in getattr(r, "chunks", [r])],
                                                 pa.string()),
