@@ -55,46 +55,15 @@ def deletion_sequence(col: str):
     )
 
 
-def deletion_keys(col: str):
-    """Column array<string>: the token in ``col`` plus every one-character deletion.
-
-    Two tokens within one Damerau–Levenshtein edit (substitution, insertion,
-    deletion, adjacent transposition) always share such a key (symmetric
-    deletion neighbourhood, as in SymSpell), so a join on the keys finds every
-    candidate without an all-pairs comparison. Spark SQL only (no Python UDF).
-
-    For tokens up to ``DELETION_KEYS_COMPILED`` characters the array may also
-    hold one null (the deletions past the token's end); an equi-join on the
-    keys never matches it. The keys themselves are the same for every length.
-    """
-    return F.array_distinct(deletion_sequence(col))
-
-
-def one_edit_apart(a: str, b: str):
-    """Column boolean: Damerau–Levenshtein(a, b) == 1 (optimal string alignment).
-
-    True when the Levenshtein distance is 1, or when the two have equal length
-    and differ by exactly one swap of adjacent characters.
-    """
-    swap = (
-        f"exists(sequence(1, greatest(length({a}) - 1, 1)), i -> "
-        f"substring({a}, 1, i - 1) = substring({b}, 1, i - 1) "
-        f"AND substring({a}, i, 1) = substring({b}, i + 1, 1) "
-        f"AND substring({a}, i + 1, 1) = substring({b}, i, 1) "
-        f"AND substring({a}, i + 2) = substring({b}, i + 2))"
-    )
-    return (F.levenshtein(a, b) == 1) | (
-        (F.length(a) == F.length(b)) & (F.levenshtein(a, b) == 2) & F.expr(swap)
-    )
-
-
 def correction_map(freq: DataFrame, profile: LinkageProfile) -> DataFrame:
     """Rare → standard token replacements (DWM25 global correction).
 
     A token with ``freq ≤ maxFreqErrToken`` is replaced by a standard token
     with ``freq ≥ minFreqStdToken`` and ``length ≥ minLenStdToken`` exactly one
-    Damerau–Levenshtein edit away (optimal string alignment, as
-    ``one_edit_apart``), found without computing a distance: the two share a
+    Damerau–Levenshtein edit away (optimal string alignment), found without
+    computing a distance. Two tokens within one edit always share a deletion
+    key (symmetric deletion neighbourhood, as in SymSpell), so a join on the
+    keys finds every candidate; the two share a
     deletion key (``deletion_sequence``) at positions i (rare) and j
     (standard), 0 for the token itself, and are one edit apart exactly when
     one of the two is 0 (an insertion or deletion), i = j (a substitution at

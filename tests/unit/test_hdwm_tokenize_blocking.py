@@ -6,7 +6,7 @@ import pytest
 
 from hdwm.blocking import block_stats, build_blocks, group_stats
 from hdwm.config import LinkageProfile
-from hdwm.frequency import DELETION_KEYS_COMPILED, apply_corrections, correction_map, deletion_keys, token_frequencies
+from hdwm.frequency import DELETION_KEYS_COMPILED, apply_corrections, correction_map, deletion_sequence, token_frequencies
 from hdwm.tokenizer import tokenize
 
 pytestmark = pytest.mark.spark
@@ -63,19 +63,18 @@ def test_correction_prefers_the_most_frequent_standard_token_then_the_smallest(s
     assert sorted(map(tuple, cmap)) == [("JONEX", "JONES"), ("SMIHT", "SMITH"), ("SMITX", "SMITH")]
 
 
-def test_deletion_keys_are_every_one_character_deletion_at_any_length(spark):
-    # the compiled form (up to DELETION_KEYS_COMPILED characters) and the lambda form (longer tokens)
-    # must give the same keys: a token and every string with one character removed
+def test_deletion_sequence_holds_each_deletion_at_its_position_at_any_length(spark):
+    # the compiled form (up to DELETION_KEYS_COMPILED characters, padded with nulls) and the lambda form
+    # (longer tokens) must both hold the token at index 0 and its i-th deletion at index i
     words = ["A", "AB", "ABA", "SMITH", "AAAA", "X" * DELETION_KEYS_COMPILED,
              "ABCDEFGHIJKLMNOPQRSTUVWXY"[:DELETION_KEYS_COMPILED] + "Z",
              "LONGHYPHENATEDSURNAMEWITHMORELETTERS", "ÉMILE"]
     got = spark.createDataFrame([(w,) for w in words], "t string").select(
-        "t", deletion_keys("t").alias("k")).collect()
+        "t", deletion_sequence("t").alias("k")).collect()
     for row in got:
-        want = {row.t} | {row.t[:i] + row.t[i + 1:] for i in range(len(row.t))}
-        assert {k for k in row.k if k is not None} == want, row.t
-        assert len([k for k in row.k if k is not None]) == len(want), row.t  # each key once
-        assert len(row.k) - len(want) <= 1, row.t  # at most one null
+        want = [row.t] + [row.t[:i] + row.t[i + 1:] for i in range(len(row.t))]
+        assert [k for k in row.k if k is not None] == want, row.t
+        assert row.k[:len(want)] == want, row.t  # nulls only after the deletions
 
 
 def _osa(a: str, b: str) -> int:

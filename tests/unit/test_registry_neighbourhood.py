@@ -489,6 +489,13 @@ def test_the_arrow_scan_reports_a_key_over_the_cap_instead_of_its_holders(spark)
         ("r|4", 0, "SMITH", 1), (None, 2, "MARY SMITH", 2), ("r|4", 1, "JOHN SMITH", 1)], key=str)
 
 
+def _zipf_ref(rnd, k: int) -> list[str]:
+    """A reference of up to ``k`` distinct words drawn from 60 words with weights 1/rank (common and
+    rare words together, as names and addresses are)."""
+    vocab = [f"W{i:02d}QX" for i in range(60)]
+    return list(dict.fromkeys(rnd.choices(vocab, [1.0 / (i + 1) for i in range(60)], k=k)))
+
+
 def test_key_matches_through_pair_keys_equal_those_through_single_tokens(spark):
     # the scan's pairs of blocking tokens (and the rare tokens alone) find the same night-registry pairs,
     # with the same weights, as joining every blocking token with all its stored holders
@@ -498,11 +505,9 @@ def test_key_matches_through_pair_keys_equal_those_through_single_tokens(spark):
     from hdwm.incremental import _shared_token_inputs, key_matches
 
     rnd = random.Random(5)
-    vocab = [f"W{i:02d}QX" for i in range(60)]
-    weights = [1.0 / (i + 1) for i in range(60)]
 
     def ref():
-        return list(dict.fromkeys(rnd.choices(vocab, weights, k=7)))
+        return _zipf_ref(rnd, 7)
 
     registry = {f"r|{i}": ref() for i in range(220)}
     night = {f"n|{i}": ref() for i in range(40)}
@@ -548,10 +553,9 @@ def test_the_scored_rule_compares_the_scans_lists_as_it_compares_every_stored_li
 
     rnd = random.Random(23)
     vocab = [f"W{i:02d}QX" for i in range(60)]
-    weights = [1.0 / (i + 1) for i in range(60)]
 
     def ref():
-        return list(dict.fromkeys(rnd.choices(vocab, weights, k=8)))
+        return _zipf_ref(rnd, 8)
 
     registry = {f"r|{i}": ref() for i in range(200)}
     night = {}
