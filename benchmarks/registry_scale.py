@@ -276,7 +276,49 @@ def _run_history(spark, link, gen, size: int, a, work: Path) -> list[dict]:
             prev = json.loads(Path(a.json).read_text()) if Path(a.json).is_file() else {"nights": []}
             prev["nights"] = [x for x in prev["nights"] if not (x["history"] == size and x["night"] == i + 1)] + [rec]
             Path(a.json).write_text(json.dumps(prev, indent=2))
+    if a.batch:
+        batch_night_f1(spark, reg, order.iloc[size:size + a.nights * a.per_night], a, root, out)
     return out
+
+
+def batch_night_f1(spark, reg: Path, nights_df, a, root: Path, out: list[dict]) -> None:
+    """Relink every reference of the last version in one batch (``hdwm.registry.rebuild``) and set each
+    night record's ``batch_night_f1`` (the batch's pairwise F1 over the pairs within that night's
+    references, against the truth) and ``night_f1_gap`` (batch − night; the target is at most 0.01), with
+    the batch's ``batch_seconds``. The seeded history is the generator's truth, so this compares a night
+    against what a batch of the whole history and every night finds for the same references."""
+    import pandas as pd
+    from incremental import f1_by_night
+
+    from hdwm.registry import rebuild
+
+    last = out[-1]["ds"]
+    t = time.time()
+    rebuild(spark, str(reg), last, str(root / "rebuild"), a.profile)
+    seconds = round(time.time() - t, 2)
+    part = spark.read.parquet(str(root / "rebuild" / "partition"))
+    keys = pd.DataFrame({"source": [("febrl" if a.postgres else "src_a" if i % 2 == 0 else "src_b")
+                                    for i in range(a.nights) for _ in range(a.per_night)],
+                         "record_id": nights_df["record_id"].astype(str).to_numpy(),
+                         "truth_entity": nights_df["truth_entity"].astype(str).to_numpy(),
+                         "night": [i + 1 for i in range(a.nights) for _ in range(a.per_night)]})
+    keys_s = spark.createDataFrame(keys, "source string, record_id string, truth_entity string, night int")
+    by_night = f1_by_night(part.join(keys_s, ["source", "record_id"]), "rebuilt_cluster")
+    for r in out:
+        b = by_night.get(r["night"])
+        r["batch_night_f1"], r["batch_seconds"] = b, seconds
+        r["night_f1_gap"] = None if b is None or r["night_f1"] is None else round(b - r["night_f1"], 4)
+    print(f"[bench] history {out[0]['history']}: batch relink {seconds:.1f}s, night F1 "
+          + ", ".join(f"{r['night_f1']} (batch {r['batch_night_f1']})" for r in out), file=sys.stderr, flush=True)
+    if a.json:
+        prev = json.loads(Path(a.json).read_text())
+        mine = {(r["history"], r["night"]): r for r in out}
+        prev["nights"] = [mine.get((x["history"], x["night"]), x) for x in prev["nights"]]
+        Path(a.json).write_text(json.dumps(prev, indent=2))
+
+
+def _f4(x) -> str:
+    return "n/a" if x is None else f"{x:.4f}"
 
 
 def table(rows: list[dict]) -> str:
@@ -285,7 +327,8 @@ def table(rows: list[dict]) -> str:
              "registry: neighbourhood pulled in": "neigh", "registry: link": "link",
              "registry: id assignment": "ids", "registry: write version": "write"}
     head = ("| history | night | link s | " + " | ".join(short.values())
-            + " | written KB | curated KB | written / curated | neighbourhood | night F1 | lake/entities MB | load |"
+            + " | written KB | curated KB | written / curated | neighbourhood | night F1 |"
+            + (" batch F1 |" if any("batch_night_f1" in r for r in rows) else "") + " lake/entities MB | load |"
             + (" publish mode | staging s | GX s | publish s |" if any("postgres" in r for r in rows) else ""))
     lines = [head, "|" + "---:|" * (head.count("|") - 1)]
     for r in rows:
@@ -295,7 +338,8 @@ def table(rows: list[dict]) -> str:
                      + " | ".join(f"{st.get(k, 0):.1f}" for k in short)
                      + f" | {r['written_bytes'] / 1e3:.0f} | {r['curated_bytes'] / 1e3:.0f} | "
                        f"{r['written_bytes'] / max(r['curated_bytes'], 1):.2f} | {r['neighbourhood']} | {f1} | "
-                       f"{r['lake_entities_bytes'] / 1e6:.1f} | {r['load_1min']} |"
+                     + (f"{_f4(r.get('batch_night_f1'))} | " if any("batch_night_f1" in x for x in rows) else "")
+                     + f"{r['lake_entities_bytes'] / 1e6:.1f} | {r['load_1min']} |"
                      + (" {mode} | {staging_s} | {gx_s} | {publish_s} |".format(**r["postgres"]) if "postgres" in r
                         else " | | | |" if any("postgres" in x for x in rows) else ""))
     return "\n".join(lines)
@@ -314,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--postgres", action="store_true",
                     help="also stage, validate and publish each night into a scratch database on the local "
                          "PostgreSQL service (127.0.0.1:5432, trust auth)")
+    ap.add_argument("--batch", action="store_true",
+                    help="after each history's nights, relink its last version in one batch and report the "
+                         "batch's F1 over each night's references beside the night's own (batch_night_f1)")
     ap.add_argument("--keep-seed", action="store_true",
                     help="keep each seeded history under --work and copy it on later runs with the same "
                          "generator, seed and size (the seeding is not what is measured)")

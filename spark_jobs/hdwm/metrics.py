@@ -103,18 +103,25 @@ def registry_pairwise(members: DataFrame, truth: DataFrame) -> dict | None:
     Raises:
         ValueError: ``truth`` labels a (source, record_id) more than once.
 
-    Two small aggregations (counts, then the pair sums) reach the driver; the
-    work is over the whole registry, not one night.
+    The registry's members are read twice without a shuffle: once counted, and
+    once filtered against the truth's keys (broadcast when the truth holds at
+    most ``hdwm.spark.BROADCAST_MAX_ROWS`` rows); only the labelled members
+    are then grouped. A registry member is unique by (source, record_id), so a
+    key held twice among the joined rows is a truth labelling it twice.
     """
+    from .spark import broadcast_if_small, freeze
+
     keys = ["source", "record_id"]
     lab = truth.select(*keys, "truth_entity")
-    joined = members.select(*keys, "entity_id").join(lab, keys, "left")
+    total = members.count()
+    joined = members.select(*keys, "entity_id").join(broadcast_if_small(lab, lab.count()), keys, "inner")
+    joined = freeze(joined)  # the labelled members only, read by both aggregations
     row = joined.agg(F.count(F.lit(1)).alias("rows"), F.countDistinct(*keys).alias("members"),
                      F.count("truth_entity").alias("labelled")).first()
     if row["rows"] != row["members"]:
         raise ValueError(f"truth labels some references more than once: {row['rows']} rows for "
-                         f"{row['members']} registry members (one truth row per source and record_id)")
+                         f"{row['members']} labelled registry members (one truth row per source and record_id)")
     if not row["labelled"]:
         return None
     pw = pairwise_metrics(joined, cluster_col="entity_id")
-    return {**pw, "references": int(row["labelled"]), "members": int(row["members"])}
+    return {**pw, "references": int(row["labelled"]), "members": int(total)}

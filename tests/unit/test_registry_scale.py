@@ -51,3 +51,14 @@ def test_postgres_columns_appear_only_when_a_night_was_published(rs):
     assert {line.count("|") for line in lines} == {lines[0].count("|")}  # every row has every column
     assert lines[2].endswith("| full | 0.5 | 7.25 | 1.5 |") and lines[4].endswith("| incremental | 0.5 | 7.25 | 1.5 |")
     assert lines[3].endswith("| | | | |")
+
+
+def test_the_batch_column_appears_only_with_a_batch_relink(rs):
+    row = {"history": 100000, "night": 1, "seconds": 40.0, "stages": {}, "written_bytes": 4000,
+           "curated_bytes": 2000, "neighbourhood": 15, "night_f1": 0.5, "lake_entities_bytes": 3_000_000,
+           "load_1min": 1.5}
+    assert "batch F1" not in rs.table([row])
+    lines = rs.table([{**row, "batch_night_f1": 0.51234}, {**row, "night": 2, "batch_night_f1": None}]).splitlines()
+    assert "| night F1 | batch F1 | lake/entities MB |" in lines[0]
+    assert {line.count("|") for line in lines} == {lines[0].count("|")}
+    assert "| 0.5000 | 0.5123 | 3.0 |" in lines[2] and "| 0.5000 | n/a | 3.0 |" in lines[3]
