@@ -200,6 +200,12 @@ def stage_and_publish(root: Path, ds: str, payload: dict, night_rows: int, recor
             "publish_s": round(t3 - t2, 2), "staged_rows": loaded["rows"], "published_rows": out["rows"]}
 
 
+def night_source(i: int, postgres: bool) -> str:
+    """The source of night ``i`` (0-based): ``src_a`` and ``src_b`` in turn; with ``--postgres`` always
+    ``febrl``, as staging_records accepts only the configured sources (include/config/sources.yaml)."""
+    return "febrl" if postgres else "src_a" if i % 2 == 0 else "src_b"
+
+
 def run_history(spark, link, gen, size: int, a, work: Path) -> list[dict]:
     """Seed a registry of ``size`` references and link ``a.nights`` nights against it (and, with
     ``a.postgres``, stage and publish each into a scratch PostgreSQL database)."""
@@ -247,9 +253,7 @@ def _run_history(spark, link, gen, size: int, a, work: Path) -> list[dict]:
     out = []
     for i in range(a.nights):
         night = order.iloc[size + i * a.per_night: size + (i + 1) * a.per_night].copy()
-        # staging_records accepts only the configured sources (include/config/sources.yaml): with
-        # --postgres every night is landed as ``febrl``
-        night.insert(1, "source", "febrl" if a.postgres else "src_a" if i % 2 == 0 else "src_b")
+        night.insert(1, "source", night_source(i, a.postgres))
         ds = (start + timedelta(days=i + 1)).isoformat()
         cur = root / "lake" / "curated" / ds
         sdf = spark.createDataFrame(night.astype(object).where(night.notna(), None),
@@ -297,8 +301,7 @@ def batch_night_f1(spark, reg: Path, nights_df, a, root: Path, out: list[dict]) 
     rebuild(spark, str(reg), last, str(root / "rebuild"), a.profile)
     seconds = round(time.time() - t, 2)
     part = spark.read.parquet(str(root / "rebuild" / "partition"))
-    keys = pd.DataFrame({"source": [("febrl" if a.postgres else "src_a" if i % 2 == 0 else "src_b")
-                                    for i in range(a.nights) for _ in range(a.per_night)],
+    keys = pd.DataFrame({"source": [night_source(i, a.postgres) for i in range(a.nights) for _ in range(a.per_night)],
                          "record_id": nights_df["record_id"].astype(str).to_numpy(),
                          "truth_entity": nights_df["truth_entity"].astype(str).to_numpy(),
                          "night": [i + 1 for i in range(a.nights) for _ in range(a.per_night)]})

@@ -63,8 +63,8 @@ def correction_map(freq: DataFrame, profile: LinkageProfile) -> DataFrame:
     Damerau–Levenshtein edit away (optimal string alignment), found without
     computing a distance. Two tokens within one edit always share a deletion
     key (symmetric deletion neighbourhood, as in SymSpell), so a join on the
-    keys finds every candidate; the two share a
-    deletion key (``deletion_sequence``) at positions i (rare) and j
+    keys finds every candidate. A candidate pair shares a deletion key
+    (``deletion_sequence``) at positions i (rare) and j
     (standard), 0 for the token itself, and are one edit apart exactly when
     one of the two is 0 (an insertion or deletion), i = j (a substitution at
     i), or |i − j| = 1 with the same character deleted from both (a swap of

@@ -62,3 +62,8 @@ def test_the_batch_column_appears_only_with_a_batch_relink(rs):
     assert "| night F1 | batch F1 | lake/entities MB |" in lines[0]
     assert {line.count("|") for line in lines} == {lines[0].count("|")}
     assert "| 0.5000 | 0.5123 | 3.0 |" in lines[2] and "| 0.5000 | n/a | 3.0 |" in lines[3]
+
+
+def test_nights_alternate_two_sources_unless_published_as_a_configured_one(rs):
+    assert [rs.night_source(i, False) for i in range(3)] == ["src_a", "src_b", "src_a"]
+    assert {rs.night_source(i, True) for i in range(3)} == {"febrl"}
