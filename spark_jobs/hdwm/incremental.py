@@ -1251,8 +1251,24 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
     of a night against a 3M-reference registry (docs/registry.md). The sets
     (strings: sequences or Arrow arrays; ``back`` a dict or a (raw tokens,
     replacements) pair) reach the executors as one broadcast variable, at
-    most ``SCAN_SET_LIMIT`` strings each."""
-    import numpy as np
+    most ``SCAN_SET_LIMIT`` strings each (``_scan_sets``; the executors'
+    side is ``_scan_batches``)."""
+    sets = reg_tok.sparkSession.sparkContext.broadcast(_scan_sets(blocking, back, fp_keys, skip, pair_keys, emit))
+    want_lists = bool(lists)
+
+    def scan(batches):
+        return _scan_batches(batches, sets.value, cap, want_lists)
+
+    return reg_tok.select("record_id", "tokens").mapInArrow(scan, _SCAN_SCHEMA)
+
+
+def _scan_sets(blocking, back, fp_keys, skip, pair_keys=None, emit=None) -> dict:
+    """The night's sets as ``_scan_batches`` reads them (arguments as
+    ``_scan_token_lists``): Arrow arrays of the strings, the frequent-pair
+    keys and pairs of blocking tokens as integer codes (``key_codes``: first
+    × ``width`` + second, positions among the sorted names ``fp``;
+    ``pair_codes``: the same among the sorted ``blocking``, ``bwidth``), and
+    the one dictionary every list is hashed against (``_scan_dictionary``)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -1273,10 +1289,71 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
     pair_codes = pc.add(pc.multiply(pc.index_in(pc.list_element(pparts, 0), value_set=blocking_a).cast(pa.int64()),
                                     bwidth),
                         pc.index_in(pc.list_element(pparts, 1), value_set=blocking_a).cast(pa.int64()))
-    sets = reg_tok.sparkSession.sparkContext.broadcast({
+    payload = {
         "blocking": blocking_a, "back_from": arr(back[0]), "back_to": arr(back[1]), "skip": arr(skip),
         "fp": fp_a, "key_codes": pc.add(pc.multiply(first, width), second), "pair_codes": pc.drop_null(pair_codes),
-        "emit": None if emit is None else pc.unique(arr(emit))})
+        "emit": None if emit is None else pc.unique(arr(emit)), "width": width, "bwidth": bwidth}
+    payload.update(_scan_dictionary(payload))
+    for name in ("back_from", "back_to", "emit"):  # in the dictionary now: not shipped twice
+        del payload[name]
+    return payload
+
+
+def _scan_dictionary(sets: dict) -> dict:
+    """The one dictionary ``_scan_batches`` hashes a list's tokens against: ``vocab`` (sorted distinct
+    strings: correction sources and replacements, blocking tokens, names of frequent-pair keys) and,
+    per position in it, ``corr`` (the position of its replacement, or its own), ``bcode`` (its
+    position among the blocking tokens, or -1), ``fcode`` (among the frequent-pair names, or -1);
+    ``emit_mask`` (per blocking token, whether kind 0 rows are returned for it) or None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts = [sets["back_from"], sets["back_to"], sets["blocking"], sets["fp"]]
+    vocab = pc.unique(pa.concat_arrays([p.cast(pa.string()) for p in parts])).sort()
+    own = pa.array(range(len(vocab)), pa.int64())
+    to = pc.index_in(pc.take(sets["back_to"], pc.index_in(vocab, value_set=sets["back_from"])), value_set=vocab)
+    return {"vocab": vocab, "corr": pc.coalesce(to.cast(pa.int64()), own),
+            "bcode": pc.fill_null(pc.index_in(vocab, value_set=sets["blocking"]).cast(pa.int64()), -1),
+            "fcode": pc.fill_null(pc.index_in(vocab, value_set=sets["fp"]).cast(pa.int64()), -1),
+            "emit_mask": None if sets["emit"] is None else pc.is_in(sets["blocking"], value_set=sets["emit"])}
+
+
+def _distinct_codes(p, c, width: int):
+    """Distinct (list position, code) rows of two numpy integer arrays, sorted by position and then
+    code (``width`` > every code)."""
+    import numpy as np
+
+    u = np.sort(p.astype(np.int64) * width + c.astype(np.int64))  # np.unique hashes: slower here
+    u = u[np.r_[True, u[1:] != u[:-1]]] if len(u) else u
+    return u // width, u % width
+
+
+def _pairs_within(p):
+    """(i, k): every pair of row indices i < k of the sorted numpy array ``p`` with p[i] == p[k]
+    (the pairs of codes of one list), formed without a join."""
+    import numpy as np
+
+    n = len(p)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, p[1:] != p[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    group = np.repeat(np.arange(len(starts)), sizes)
+    after = sizes[group] - 1 - (np.arange(n) - starts[group])  # partners after each row
+    i = np.repeat(np.arange(n), after)
+    k = i + 1 + np.arange(len(i)) - np.repeat(np.cumsum(after) - after, after)
+    return i, k
+
+
+def _scan_batches(batches, got: dict, cap: int, want_lists: bool):
+    """The executors' side of ``_scan_token_lists``: ``batches`` of (``record_id``, ``tokens``)
+    → Arrow batches of ``_SCAN_SCHEMA`` rows; ``got`` the broadcast sets."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    width, bwidth = got["width"], got["bwidth"]
+    fp_a = got["fp"]
     out_schema = pa.schema([("ref_key", pa.string()), ("kind", pa.int32()), ("value", pa.string()),
                             ("n", pa.int64())])
 
@@ -1305,66 +1382,68 @@ def _scan_token_lists(reg_tok: DataFrame, blocking, back, fp_keys, skip, cap: in
         if n:
             yield pa.Table.from_batches(buf).combine_chunks().to_batches()[0]
 
-    def scan(batches):
-        got = sets.value
-        blocking_a, back_from, back_to, skip_a = got["blocking"], got["back_from"], got["back_to"], got["skip"]
-        fp_a, key_codes, pair_codes, emit_a = got["fp"], got["key_codes"], got["pair_codes"], got["emit"]
-        held_refs, held_codes = [], []
-        for b in chunks(batches):
-            ids, lists = b.column("record_id"), b.column("tokens")
-            found = []  # the chunk's references returned in a row (their list positions)
-            parents = pc.list_parent_indices(lists)
-            values = pc.list_flatten(lists).cast(pa.string())
-            if len(back_from):
-                values = pc.coalesce(pc.take(back_to, pc.index_in(values, value_set=back_from)), values)
-            t = pa.table({"p": parents, "t": values})
-            bt = t.filter(pc.is_in(t["t"], value_set=blocking_a)).group_by(["p", "t"]).aggregate([])
-            out = bt if emit_a is None else bt.filter(pc.is_in(bt["t"], value_set=emit_a))
-            yield from rows(pc.take(ids, out["p"]), out["t"], 0)
-            found.append(out["p"])
-            if len(pair_codes):
-                bc = pa.table({"p": bt["p"], "c": pc.index_in(bt["t"], value_set=blocking_a)})
-                j = bc.join(bc, "p", join_type="inner", right_suffix="_2")
-                j = j.filter(pc.less(j["c"], j["c_2"]))
-                pair = pc.add(pc.multiply(j["c"].cast(pa.int64()), bwidth), j["c_2"].cast(pa.int64()))
-                j = j.filter(pc.is_in(pair, value_set=pair_codes))
-                text = pc.binary_join_element_wise(pc.take(blocking_a, j["c"]), pc.take(blocking_a, j["c_2"]), " ")
-                yield from rows(pc.take(ids, j["p"]), text, 3)
-                found.append(j["p"])
-            if len(key_codes):
-                c = pc.index_in(t["t"], value_set=fp_a)
-                keep = pc.is_valid(c)
-                if len(skip_a):
-                    keep = pc.and_(keep, pc.invert(pc.is_in(pc.take(ids, t["p"]), value_set=skip_a)))
-                f = pa.table({"p": t["p"], "c": c}).filter(keep).group_by(["p", "c"]).aggregate([])
-                j = f.join(f, "p", join_type="inner", right_suffix="_2")
-                pair = pc.add(pc.multiply(j["c"].cast(pa.int64()), width), j["c_2"].cast(pa.int64()))
-                hit = pc.and_(pc.not_equal(j["c"], j["c_2"]), pc.is_in(pair, value_set=key_codes))
-                held_refs.append(pc.take(ids, pc.filter(j["p"], hit)).cast(pa.string()))
-                held_codes.append(pc.filter(pair, hit))
-                found.append(pc.filter(j["p"], hit))
-            if want_lists and found:
-                at = pc.unique(pa.chunked_array([x.cast(pa.int64()) for a in found
-                                                 for x in getattr(a, "chunks", [a])], pa.int64()))
-                if len(at):
-                    # binary_join has no kernel for lists of non-null strings (tokenised lists are)
-                    yield from rows(pc.take(ids, at),
-                                    pc.binary_join(pc.take(lists, at).cast(pa.list_(pa.string())), " "), 4)
-        if held_codes:
-            h = pa.table({"r": pa.chunked_array([x for r in held_refs for x in getattr(r, "chunks", [r])],
-                                                pa.string()),
-                          "k": pa.chunked_array([x for c in held_codes for x in getattr(c, "chunks", [c])],
-                                                pa.int64())})
-            counts = h.group_by("k").aggregate([("r", "count")])
-            over = counts.filter(pc.greater(counts["r_count"], cap))
-            if over.num_rows:
-                yield from rows(pa.nulls(over.num_rows, pa.string()), key_text(over["k"]), 2,
-                                over["r_count"].cast(pa.int64()))
-            h = h.filter(pc.invert(pc.is_in(h["k"], value_set=over["k"].combine_chunks())))
-            yield from rows(h["r"], key_text(h["k"]), 1)
-
-    want_lists = bool(lists)
-    return reg_tok.select("record_id", "tokens").mapInArrow(scan, _SCAN_SCHEMA)
+    # every string the pass looks for, in one sorted dictionary: a list's tokens are hashed once
+    # against it (``index_in``), and what they are (a correction source, a blocking token, a name of a
+    # frequent-pair key) is read from integer arrays indexed by their position in it
+    vocab, corr, bcode, fcode = got["vocab"], got["corr"], got["bcode"], got["fcode"]
+    blocking_a, skip_a, key_codes, pair_codes = got["blocking"], got["skip"], got["key_codes"], got["pair_codes"]
+    emit_mask = got["emit_mask"]
+    held_refs, held_codes = [], []
+    for b in chunks(batches):
+        ids, lists = b.column("record_id"), b.column("tokens")
+        found = []  # the chunk's references returned in a row (their list positions)
+        idx = pc.index_in(pc.list_flatten(lists).cast(pa.string()), value_set=vocab)
+        hit = pc.is_valid(idx)
+        parents = pc.filter(pc.list_parent_indices(lists), hit)
+        ci = pc.take(corr, pc.filter(idx, hit))  # corrected, as a position in vocab
+        par = parents.to_numpy(zero_copy_only=False).astype(np.int64)
+        bc = pc.take(bcode, ci).to_numpy(zero_copy_only=False)  # -1: not a blocking token
+        bp, bcodes = _distinct_codes(par[bc >= 0], bc[bc >= 0], bwidth)
+        out = np.ones(len(bp), bool) if emit_mask is None else \
+            pc.take(emit_mask, pa.array(bcodes)).to_numpy(zero_copy_only=False)
+        yield from rows(pc.take(ids, pa.array(bp[out])), pc.take(blocking_a, pa.array(bcodes[out])), 0)
+        found.append(bp[out])
+        if len(pair_codes):
+            i, k = _pairs_within(bp)
+            pair = pa.array(bcodes[i] * bwidth + bcodes[k])  # codes sorted within a list: first < second
+            sel = pc.is_in(pair, value_set=pair_codes).to_numpy(zero_copy_only=False)
+            i, k = i[sel], k[sel]
+            text = pc.binary_join_element_wise(pc.take(blocking_a, pa.array(bcodes[i])),
+                                               pc.take(blocking_a, pa.array(bcodes[k])), " ")
+            yield from rows(pc.take(ids, pa.array(bp[i])), text, 3)
+            found.append(bp[i])
+        if len(key_codes):
+            fc = pc.take(fcode, ci).to_numpy(zero_copy_only=False)  # -1: not a name of a key
+            keep = fc >= 0
+            if len(skip_a):
+                keep &= ~pc.is_in(ids, value_set=skip_a).to_numpy(zero_copy_only=False)[par]
+            fp_, fcodes = _distinct_codes(par[keep], fc[keep], width)
+            i, k = _pairs_within(fp_)
+            for x, y in ((i, k), (k, i)):  # ordered pairs of names, each way
+                pair = fcodes[x] * width + fcodes[y]
+                sel = pc.is_in(pa.array(pair), value_set=key_codes).to_numpy(zero_copy_only=False)
+                held_refs.append(pc.take(ids, pa.array(fp_[x][sel])).cast(pa.string()))
+                held_codes.append(pa.array(pair[sel]))
+                found.append(fp_[x][sel])
+        if want_lists and found:
+            at = np.sort(np.concatenate(found))
+            at = pa.array(at[np.r_[True, at[1:] != at[:-1]]] if len(at) else at)
+            if len(at):
+                # binary_join has no kernel for lists of non-null strings (tokenised lists are)
+                yield from rows(pc.take(ids, at),
+                                pc.binary_join(pc.take(lists, at).cast(pa.list_(pa.string())), " "), 4)
+    if held_codes:
+        h = pa.table({"r": pa.chunked_array([x for r in held_refs for x in getattr(r, "chunks", [r])],
+                                            pa.string()),
+                      "k": pa.chunked_array([x for c in held_codes for x in getattr(c, "chunks", [c])],
+                                            pa.int64())})
+        counts = h.group_by("k").aggregate([("r", "count")])
+        over = counts.filter(pc.greater(counts["r_count"], cap))
+        if over.num_rows:
+            yield from rows(pa.nulls(over.num_rows, pa.string()), key_text(over["k"]), 2,
+                            over["r_count"].cast(pa.int64()))
+        h = h.filter(pc.invert(pc.is_in(h["k"], value_set=over["k"].combine_chunks())))
+        yield from rows(h["r"], key_text(h["k"]), 1)
 
 
 @dataclass
