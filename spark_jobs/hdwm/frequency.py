@@ -134,18 +134,39 @@ def apply_corrections(tokens: DataFrame, cmap: DataFrame, remove_duplicates: boo
     return joined.select("record_id", arr.alias("tokens"))
 
 
-def corrected_frequencies(freq: DataFrame, cmap: DataFrame) -> DataFrame:
+def corrected_frequencies(freq: DataFrame, cmap: DataFrame, cmap_rows: int | None = None) -> DataFrame:
     """Counts after global correction without the token lists: every raw
     count of a corrected token moves to its replacement (DWM25).
 
     Args:
-        freq: (``token``, ``freq``) raw counts; cmap: (``token``, ``replacement``)
-            ``correction_map`` of those counts.
-    Returns: (``token``, ``freq`` long). With ``removeDuplicateTokens`` a
+        freq: (``token``, ``freq``) raw counts, one row per token;
+        cmap: (``token``, ``replacement``) ``correction_map`` of those counts.
+        cmap_rows: the map's row count when the caller knows it (else counted
+            here, one Spark job).
+    Returns: (``token``, ``freq`` long), one row per token. With
+    ``removeDuplicateTokens`` a
     reference holding both a token and its misspelling counts twice for the
     replacement here, once in a recount of the corrected lists; the engine
     has always used this form for population frequencies (``hdwm.pipeline``).
+
+    Only the replacements' counts are summed: a map of at most
+    ``hdwm.spark.BROADCAST_MAX_ROWS`` rows is broadcast, every other token's
+    row passes through in its partition, and only the rows of corrected
+    tokens and of their replacements are shuffled (at 3M references about
+    a quarter of a vocabulary of 2.0M tokens). A larger map: the whole
+    vocabulary is grouped.
     """
-    return (freq.join(cmap, "token", "left")
-            .select(F.coalesce("replacement", "token").alias("token"), "freq")
-            .groupBy("token").agg(F.sum("freq").cast("long").alias("freq")))
+    from .spark import BROADCAST_MAX_ROWS
+
+    n = cmap.count() if cmap_rows is None else int(cmap_rows)
+    if n > BROADCAST_MAX_ROWS:
+        return (freq.join(cmap, "token", "left")
+                .select(F.coalesce("replacement", "token").alias("token"), "freq")
+                .groupBy("token").agg(F.sum("freq").cast("long").alias("freq")))
+    moved = (freq.join(F.broadcast(cmap), "token", "left")
+             .select(F.coalesce("replacement", "token").alias("token"), "freq"))
+    targets = F.broadcast(cmap.select(F.col("replacement").alias("token")).distinct())
+    alone = moved.join(targets, "token", "left_anti").select("token", F.col("freq").cast("long").alias("freq"))
+    summed = (moved.join(targets, "token", "left_semi")
+              .groupBy("token").agg(F.sum("freq").cast("long").alias("freq")))
+    return alone.unionByName(summed)

@@ -116,6 +116,32 @@ def test_correction_map_equals_a_brute_force_over_every_pair(spark):
     assert len(want) > 30 and any(len(k) != len(v) for k, v in want.items())
 
 
+@pytest.mark.parametrize("broadcast", [True, False])
+def test_corrected_frequencies_move_every_corrected_count_to_its_replacement(spark, monkeypatch, broadcast):
+    # the broadcast path (only the replacements' rows summed) and the whole-vocabulary grouping give what
+    # the rule says: a token's corrected count is its own raw count plus those of the tokens corrected into it
+    import random
+
+    import hdwm.spark as hspark
+    from hdwm.frequency import corrected_frequencies
+
+    if not broadcast:
+        monkeypatch.setattr(hspark, "BROADCAST_MAX_ROWS", 0)
+    rnd = random.Random(5)
+    freq = {f"T{i:03d}": rnd.randint(1, 50) for i in range(300)}
+    std = sorted(freq)[:20]
+    cmap = {t: rnd.choice(std) for t in sorted(freq)[20:] if rnd.random() < 0.4}
+    want = {}
+    for t, n in freq.items():
+        want[cmap.get(t, t)] = want.get(cmap.get(t, t), 0) + n
+    f = spark.createDataFrame(sorted(freq.items()), "token string, freq long")
+    m = spark.createDataFrame(sorted(cmap.items()), "token string, replacement string")
+    rows = corrected_frequencies(f, m).collect()
+    assert len(rows) == len(want)  # one row per token
+    assert {r.token: r.freq for r in rows} == want
+    assert len(cmap) > 50 and sum(want.values()) == sum(freq.values())
+
+
 def _refs(spark, rows):
     return spark.createDataFrame(rows, "record_id string, tokens array<string>")
 
