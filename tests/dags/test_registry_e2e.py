@@ -8,13 +8,15 @@ by (source, record_id); night 1's entity ids survive night 2; the entity
 partition agrees with the FEBRL truth (pairwise F1); a rerun of night 2 leaves
 ``entity_members`` (and ``entities``, ``entity_changes``) identical; relinking
 night 1 after night 2 was published is refused without retries, and the run
-summary quotes the link job's refusal naming night 2; night 3 (a hundred more
+summary quotes the link job's refusal naming night 2; night 3 (fifty more
 part-B references) run with the Param ``rebuild=true`` relinks the whole history
 with the night in one batch, publishes it through the same checks and reports
 its pairwise F1 against the incremental entities.
 
-The inputs are the FEBRL4 entities numbered below ``ENTITIES`` (both parts), so
-the test stays within a few minutes on two shared cores; the full 10,000-record
+The inputs are the FEBRL4 entities numbered below ``ENTITIES`` (both parts) and fifty
+more part-B references on night 3, so the test stays within a few minutes on two shared
+cores (what is asserted is behaviour, not size: two hundred references a night are
+enough for the F1 and id-survival floors to mean something); the full 10,000-record
 targets of the issue are measured by ``benchmarks/registry_nights.py`` (also on PostgreSQL staging
 and a Spark standalone cluster; benchmarks/README.md), which shares this test's helpers.
 
@@ -40,8 +42,8 @@ from registry_nights import dags_test as run_dags_test  # noqa: E402
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
 D1, D2, D3 = "2025-01-01", "2025-01-02", "2025-01-03"
-ENTITIES = 400  # FEBRL4 entity numbers 0..399: ~400 references per night
-NIGHT3 = range(1000, 1100)  # the rebuild night: part B of entities 1000..1099 (no part A in the registry)
+ENTITIES = 200  # FEBRL4 entity numbers 0..199: ~200 references per night
+NIGHT3 = range(1000, 1050)  # the rebuild night: part B of entities 1000..1049 (no part A in the registry)
 F1_FLOOR = 0.95
 KEPT_IDS_FLOOR = 0.99
 
