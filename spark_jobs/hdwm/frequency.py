@@ -159,12 +159,11 @@ def corrected_frequencies(freq: DataFrame, cmap: DataFrame, cmap_rows: int | Non
     from .spark import BROADCAST_MAX_ROWS
 
     n = cmap.count() if cmap_rows is None else int(cmap_rows)
-    if n > BROADCAST_MAX_ROWS:
-        return (freq.join(cmap, "token", "left")
-                .select(F.coalesce("replacement", "token").alias("token"), "freq")
-                .groupBy("token").agg(F.sum("freq").cast("long").alias("freq")))
-    moved = (freq.join(F.broadcast(cmap), "token", "left")
+    small = n <= BROADCAST_MAX_ROWS
+    moved = (freq.join(F.broadcast(cmap) if small else cmap, "token", "left")
              .select(F.coalesce("replacement", "token").alias("token"), "freq"))
+    if not small:
+        return moved.groupBy("token").agg(F.sum("freq").cast("long").alias("freq"))
     targets = F.broadcast(cmap.select(F.col("replacement").alias("token")).distinct())
     alone = moved.join(targets, "token", "left_anti").select("token", F.col("freq").cast("long").alias("freq"))
     summed = (moved.join(targets, "token", "left_semi")

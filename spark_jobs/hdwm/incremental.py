@@ -1323,9 +1323,16 @@ def _distinct_codes(p, c, width: int):
     code (``width`` > every code)."""
     import numpy as np
 
-    u = np.sort(p.astype(np.int64) * width + c.astype(np.int64))  # np.unique hashes: slower here
-    u = u[np.r_[True, u[1:] != u[:-1]]] if len(u) else u
+    u = _sorted_distinct(p.astype(np.int64) * width + c.astype(np.int64))
     return u // width, u % width
+
+
+def _sorted_distinct(a):
+    """The distinct values of the numpy array ``a``, sorted (``np.unique`` hashes: slower here)."""
+    import numpy as np
+
+    a = np.sort(a)
+    return a[np.r_[True, a[1:] != a[:-1]]] if len(a) else a
 
 
 def _pairs_within(p):
@@ -1426,8 +1433,7 @@ def _scan_batches(batches, got: dict, cap: int, want_lists: bool):
                 held_codes.append(pa.array(pair[sel]))
                 found.append(fp_[x][sel])
         if want_lists and found:
-            at = np.sort(np.concatenate(found))
-            at = pa.array(at[np.r_[True, at[1:] != at[:-1]]] if len(at) else at)
+            at = pa.array(_sorted_distinct(np.concatenate(found)))
             if len(at):
                 # binary_join has no kernel for lists of non-null strings (tokenised lists are)
                 yield from rows(pc.take(ids, at),
